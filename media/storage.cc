@@ -1,0 +1,145 @@
+#include "media/storage.h"
+
+#include <bit>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace hdl {
+namespace {
+
+class HostAllocator final : public Allocator {
+ public:
+  void* allocate(size_t bytes) override {
+    const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, rounded);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void deallocate(void* p, size_t) override { std::free(p); }
+  Device device() const override { return Device::cpu(); }
+  const char* name() const override { return "host"; }
+};
+
+void release_to_allocator(void* context, void* data, size_t capacity) {
+  static_cast<Allocator*>(context)->deallocate(data, capacity);
+}
+
+}  // namespace
+
+Allocator& host_allocator() {
+  static HostAllocator* instance = new HostAllocator();  // never destroyed: storages may outlive statics
+  return *instance;
+}
+
+Storage::~Storage() {
+  if (release_) release_(owner_.get(), data_, capacity_);
+}
+
+StoragePtr Storage::allocate(Allocator& alloc, size_t bytes) {
+  void* p = alloc.allocate(bytes);
+  // A non-owning shared_ptr: the allocator outlives its storages by contract.
+  std::shared_ptr<void> owner(&alloc, [](void*) {});
+  return std::make_shared<Storage>(p, bytes, alloc.device(), alloc.pinned(), std::move(owner),
+                                   &release_to_allocator);
+}
+
+struct BufferPool::Core {
+  explicit Core(Allocator& a, size_t max_cached) : alloc(a), max_cached_bytes(max_cached) {}
+  ~Core() { trim_locked(); }
+
+  void release(void* data, size_t capacity) {
+    std::lock_guard lock(mu);
+    if (alive && stats.bytes_cached + capacity <= max_cached_bytes) {
+      free_lists[capacity].push_back(data);
+      stats.bytes_cached += capacity;
+      return;
+    }
+    stats.bytes_allocated -= capacity;
+    alloc.deallocate(data, capacity);
+  }
+
+  void trim_locked() {
+    for (auto& [cap, blocks] : free_lists) {
+      for (void* p : blocks) alloc.deallocate(p, cap);
+      stats.bytes_allocated -= cap * blocks.size();
+    }
+    free_lists.clear();
+    stats.bytes_cached = 0;
+  }
+
+  Allocator& alloc;
+  const size_t max_cached_bytes;
+  mutable std::mutex mu;
+  std::map<size_t, std::vector<void*>> free_lists;  // by capacity
+  BufferPoolStats stats;
+  bool alive = true;  // false once the BufferPool object is gone: stop caching
+};
+
+namespace {
+void release_to_pool(void* context, void* data, size_t capacity) {
+  static_cast<BufferPool::Core*>(context)->release(data, capacity);
+}
+}  // namespace
+
+BufferPool::BufferPool(Allocator& alloc, size_t max_cached_bytes)
+    : core_(std::make_shared<Core>(alloc, max_cached_bytes)) {}
+
+BufferPool::~BufferPool() {
+  std::lock_guard lock(core_->mu);
+  core_->alive = false;
+  core_->trim_locked();
+}
+
+size_t BufferPool::round_up(size_t bytes) {
+  if (bytes <= 256) return 256;
+  // Classes: 8 steps per power of two, so a block is at most 1/8 larger than asked for.
+  const int top = std::bit_width(bytes - 1) - 1;  // floor(log2(bytes - 1))
+  const size_t step = size_t(1) << (top - 3);
+  return (bytes + step - 1) / step * step;
+}
+
+StoragePtr BufferPool::acquire(size_t bytes) {
+  const size_t cap = round_up(bytes);
+  void* p = nullptr;
+  {
+    std::lock_guard lock(core_->mu);
+    ++core_->stats.acquires;
+    auto it = core_->free_lists.find(cap);
+    if (it != core_->free_lists.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      core_->stats.bytes_cached -= cap;
+    } else {
+      ++core_->stats.allocations;
+      core_->stats.bytes_allocated += cap;
+    }
+  }
+  if (!p) {
+    try {
+      p = core_->alloc.allocate(cap);
+    } catch (...) {
+      std::lock_guard lock(core_->mu);
+      core_->stats.bytes_allocated -= cap;
+      throw;
+    }
+  }
+  return std::make_shared<Storage>(p, cap, core_->alloc.device(), core_->alloc.pinned(),
+                                   std::shared_ptr<void>(core_, core_.get()), &release_to_pool);
+}
+
+void BufferPool::trim() {
+  std::lock_guard lock(core_->mu);
+  core_->trim_locked();
+}
+
+BufferPoolStats BufferPool::stats() const {
+  std::lock_guard lock(core_->mu);
+  return core_->stats;
+}
+
+Allocator& BufferPool::allocator() const { return core_->alloc; }
+
+}  // namespace hdl
