@@ -41,7 +41,7 @@ uint16_t float_to_half(float f) {
   if (abs < 0x38800000u) {                                               // subnormal or zero
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
     const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
-    const int shift = 126 - static_cast<int>(abs >> 23) + 14;  // 113 - exp
+    const int shift = 126 - static_cast<int>(abs >> 23);  // value = mant * 2^(exp - 150), half ulp 2^-24
     uint32_t h = mant >> shift;
     const uint32_t rem = mant & ((1u << shift) - 1);
     const uint32_t half = 1u << (shift - 1);

@@ -1,0 +1,468 @@
+#include "pipeline/detail/executor.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <new>
+#include <thread>
+
+namespace hdl::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t nanos_since(Clock::time_point t0) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
+
+int resolve_threads(int requested) {
+  if (requested < 0) throw ConfigError("num_threads must be >= 0 (0: one per hardware thread)");
+  if (requested > 0) return requested;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+uint64_t fnv(uint64_t h, std::string_view s) {
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return (h ^ 0xff) * 0x100000001b3ull;  // a separator, so ("ab","c") != ("a","bc")
+}
+
+}  // namespace
+
+void ScratchBuffer::Free::operator()(void* p) const { std::free(p); }
+
+void* ScratchBuffer::reserve(size_t bytes) {
+  if (bytes > capacity_) {
+    const size_t cap = BufferPool::round_up(std::max<size_t>(bytes, 4096));
+    void* p = std::aligned_alloc(Allocator::kAlignment, cap);
+    if (!p) throw std::bad_alloc();
+    data_.reset(p);
+    capacity_ = cap;
+  }
+  return data_.get();
+}
+
+struct Executor::Core {
+  Core(const PipelineSpec& spec, const PipelineOptions& opts, const OpRegistry& registry)
+      : graph(Graph::build(spec, registry)),
+        options(opts),
+        threads(resolve_threads(opts.num_threads)),
+        budget(threads),
+        arena(threads, 0),
+        pool(host_allocator(), opts.max_cached_bytes),
+        counters(graph.nodes().size()) {}
+
+  void process(Job& job, int64_t slot);
+  Status run_sample(Job& job, int64_t slot, const SampleInfo& info, Workspace& ws);
+  void record_failure(const Status& status);
+  Workspace& workspace();
+
+  Graph graph;
+  PipelineOptions options;
+  int threads;
+  ThreadBudget budget;
+  tbb::task_arena arena;
+  BufferPool pool;
+  tbb::enumerable_thread_specific<Workspace> workspaces;
+  std::vector<uint64_t> rng_keys;       // per node
+  std::vector<int> output_of_value;     // value -> pipeline output index, or -1
+  std::vector<bool> dense;              // per output
+  std::vector<Shape> sample_shape;      // per dense output
+  std::vector<NodeCounters> counters;   // per node
+
+  std::atomic<int64_t> generation{0};
+  std::atomic<int64_t> failures{0};  // in batches handed out (stats; consumer writes)
+  std::atomic<uint64_t> replaced{0};
+  std::atomic<uint64_t> batches{0}, samples{0}, wait_nanos{0};
+
+  std::mutex mu;  // guards outstanding and Job::done
+  std::condition_variable cv;
+  int64_t outstanding = 0;
+
+  mutable std::mutex errors_mu;
+  std::deque<std::string> recent_errors;
+};
+
+namespace {
+
+// The SampleIO of one node on one sample.
+class SampleRun final : public SampleIO {
+ public:
+  SampleRun(Executor::Core& core, Job& job, int64_t slot, Workspace& ws, const SampleInfo& info)
+      : core_(core), job_(job), slot_(slot), ws_(ws), info_(info) {}
+
+  void begin(int node_index) {
+    node_index_ = node_index;
+    node_ = &core_.graph.nodes()[node_index];
+    rng_.reset();
+    produced_ = 0;
+  }
+  bool produced_all() const { return produced_ == (1u << node_->outputs.size()) - 1; }
+
+  const SampleInfo& sample() const override { return info_; }
+  int num_inputs() const override { return static_cast<int>(node_->inputs.size()); }
+  const ConstTensorView& input(int i) const override { return ws_.values[node_->inputs[i]]; }
+  const ConstTensorView* arg_input(std::string_view name) const override {
+    for (const auto& [arg, value] : node_->arg_inputs)
+      if (arg == name) return &ws_.values[value];
+    return nullptr;
+  }
+  RandomStream& rng() override {
+    if (!rng_) rng_.emplace(core_.rng_keys[node_index_], info_.epoch, info_.position, info_.attempt);
+    return *rng_;
+  }
+  OpState* state() override {
+    if (!ws_.state_made[node_index_]) {
+      ws_.states[node_index_] = node_->op->make_state();
+      ws_.state_made[node_index_] = true;
+    }
+    return ws_.states[node_index_].get();
+  }
+
+  Result<TensorView> output(int i, const Shape& shape, DType dtype, Layout layout) override {
+    const int value = node_->outputs[i];
+    const TensorSpec& spec = core_.graph.value_spec(value);
+    if (dtype != spec.dtype || shape.ndim() != spec.shape.ndim())
+      return Status::internal("output " + core_.graph.value_name(value) + " is " + dtype_name(dtype) +
+                              " " + shape.to_string() + ", declared " + dtype_name(spec.dtype) + " " +
+                              spec.shape.to_string());
+    TensorView view;
+    const int out = core_.output_of_value[value];
+    if (out >= 0 && core_.dense[out]) {
+      if (shape != core_.sample_shape[out])
+        return Status::internal("output " + core_.graph.value_name(value) + " has shape " +
+                                shape.to_string() + ", the batch expects " +
+                                core_.sample_shape[out].to_string());
+      view = job_.dense[out].slice(slot_).view();
+    } else if (out >= 0) {
+      Tensor t = Tensor::empty(shape, dtype, layout, core_.pool);
+      view = t.view();
+      job_.ragged[out][slot_] = std::move(t);
+    } else {
+      const size_t bytes = static_cast<size_t>(shape.num_elements()) * dtype_size(dtype);
+      view = TensorView(ws_.scratch[value].reserve(bytes), shape, dtype, layout);
+    }
+    view.layout = layout;
+    ws_.values[value] = view;
+    produced_ |= 1u << i;
+    return view;
+  }
+
+ private:
+  Executor::Core& core_;
+  Job& job_;
+  int64_t slot_;
+  Workspace& ws_;
+  SampleInfo info_;
+  int node_index_ = 0;
+  const GraphNode* node_ = nullptr;
+  std::optional<RandomStream> rng_;
+  uint32_t produced_ = 0;
+};
+
+}  // namespace
+
+Workspace& Executor::Core::workspace() {
+  Workspace& ws = workspaces.local();
+  if (ws.values.empty()) {
+    ws.states.resize(graph.nodes().size());
+    ws.state_made.assign(graph.nodes().size(), false);
+    ws.scratch.resize(graph.num_values());
+    ws.values.resize(graph.num_values());
+  }
+  return ws;
+}
+
+Status Executor::Core::run_sample(Job& job, int64_t slot, const SampleInfo& info, Workspace& ws) {
+  SampleRun io(*this, job, slot, ws, info);
+  const auto& nodes = graph.nodes();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    io.begin(static_cast<int>(n));
+    const auto t0 = Clock::now();
+    Status st;
+    try {
+      st = nodes[n].op->run(io);
+      if (st.is_ok() && !io.produced_all()) st = Status::internal("did not produce all its outputs");
+    } catch (const std::bad_alloc&) {
+      st = Status::resource_exhausted("out of memory");
+    } catch (const std::exception& e) {
+      st = Status::internal(std::string("exception: ") + e.what());
+    }
+    NodeCounters& c = counters[n];
+    c.nanos.fetch_add(nanos_since(t0), std::memory_order_relaxed);
+    c.samples.fetch_add(1, std::memory_order_relaxed);
+    if (!st.is_ok()) {
+      c.failures.fetch_add(1, std::memory_order_relaxed);
+      const Dataset& d = *info.dataset;
+      return Status(st.code(), nodes[n].spec.describe() + ": sample " + std::to_string(info.dataset_index) +
+                                   " \"" + d.path(info.dataset_index) + "\": " + st.message());
+    }
+  }
+  return Status::ok();
+}
+
+void Executor::Core::record_failure(const Status& status) {
+  std::lock_guard lock(errors_mu);
+  recent_errors.push_back(status.message());
+  if (recent_errors.size() > 16) recent_errors.pop_front();
+}
+
+void Executor::Core::process(Job& job, int64_t slot) {
+  if (job.generation == generation.load(std::memory_order_relaxed)) {
+    Workspace& ws = workspace();
+    const EpochPlan& plan = *job.plan;
+    const int64_t position = job.first_position + slot;
+    const int64_t n = std::max<int64_t>(plan.shard_size(), 1);
+    for (uint32_t attempt = 0;; ++attempt) {
+      // A replacement is the next sample in epoch order (deterministic whatever the threads).
+      const int64_t index = attempt == 0 ? plan.dataset_index(position)
+                                         : plan.dataset_index((position + attempt) % n);
+      const SampleInfo info{job.epoch, position, index, attempt, &graph.source_op().dataset()};
+      Status st = run_sample(job, slot, info, ws);
+      if (st.is_ok()) {
+        job.dataset_indices[slot] = index;
+        if (attempt > 0) job.replaced.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+      record_failure(st);
+      // The budget is settled when the consumer takes the batch (deterministic whatever the
+      // thread count or prefetch depth); here a single sample only stops retrying once it
+      // alone exceeds the budget, or has tried every sample of the shard.
+      job.failures.fetch_add(1, std::memory_order_relaxed);
+      {
+        std::lock_guard lock(job.mu);
+        job.last_failure = st;
+      }
+      Status fatal;
+      if (options.on_error == ErrorPolicy::kRaise) {
+        fatal = st;
+      } else {
+        if (attempt + 1 > static_cast<uint32_t>(options.max_failures)) {
+          fatal = Status(st.code(), "more than max_failures=" + std::to_string(options.max_failures) +
+                                        " samples failed; the last: " + st.message());
+        } else if (attempt + 1 >= static_cast<uint32_t>(n)) {
+          fatal = Status(st.code(), "no sample of the shard could be produced; the last: " + st.message());
+        } else if (job.generation != generation.load(std::memory_order_relaxed)) {
+          break;
+        } else {
+          continue;
+        }
+      }
+      std::lock_guard lock(job.mu);
+      if (job.error.is_ok()) job.error = fatal;
+      break;
+    }
+  }
+  // Last touch of the Core by this task: the executor may be destroyed right after.
+  const bool last = job.remaining.fetch_sub(1) == 1;
+  std::lock_guard lock(mu);
+  if (last) job.done = true;
+  --outstanding;
+  cv.notify_all();
+}
+
+Executor::Executor(const PipelineSpec& spec, const PipelineOptions& options, const OpRegistry& registry)
+    : core_(std::make_shared<Core>(spec, options, registry)) {
+  if (options.batch_size < 1) throw ConfigError("batch_size must be >= 1, got " + std::to_string(options.batch_size));
+  if (options.prefetch_depth < 1)
+    throw ConfigError("prefetch_depth must be >= 1, got " + std::to_string(options.prefetch_depth));
+  if (options.max_failures < 0) throw ConfigError("max_failures must be >= 0");
+  Core& c = *core_;
+  for (const auto& node : c.graph.nodes()) {
+    if (node.spec.stage != Stage::kCpu)
+      throw ConfigError(node.spec.describe() + ": stage \"" + stage_name(node.spec.stage) +
+                        "\" needs the accelerator backend, which this build does not run yet");
+    c.rng_keys.push_back(RandomStream::key_for(options.seed, node.spec.name));
+  }
+  c.output_of_value.assign(c.graph.num_values(), -1);
+  for (size_t k = 0; k < c.graph.outputs().size(); ++k) {
+    const int v = c.graph.outputs()[k];
+    if (c.output_of_value[v] >= 0)
+      throw ConfigError("pipeline output " + c.graph.value_name(v) + " is listed twice");
+    c.output_of_value[v] = static_cast<int>(k);
+    const TensorSpec& s = c.graph.value_spec(v);
+    c.dense.push_back(s.shape.fully_known());
+    c.sample_shape.push_back(s.shape);
+  }
+  // The fingerprint ties a saved state to this pipeline.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto& node : c.graph.nodes()) {
+    h = fnv(fnv(h, node.spec.op), node.spec.name);
+    for (const auto& [k, v] : node.spec.args) h = fnv(fnv(h, k), v.to_string());
+    for (int in : node.inputs) h = fnv(h, std::to_string(in));
+  }
+  for (int v : c.graph.outputs()) h = fnv(h, std::to_string(v));
+  const Dataset& d = dataset();
+  h = fnv(h, std::to_string(d.size()) + "/" + std::to_string(options.batch_size) + "/" +
+                 std::to_string(options.seed));
+  if (d.size() > 0) h = fnv(fnv(h, d.relative_path(0)), d.relative_path(d.size() - 1));
+  fingerprint_ = h;
+}
+
+Executor::~Executor() {
+  cancel_in_flight();
+  std::unique_lock lock(core_->mu);
+  core_->cv.wait(lock, [&] { return core_->outstanding == 0; });
+}
+
+std::shared_ptr<const EpochPlan> Executor::plan_for(int64_t epoch) const {
+  std::lock_guard lock(plans_mu_);
+  for (const auto& p : plans_)
+    if (p && p->epoch() == epoch) return p;
+  const SourceOperator& src = core_->graph.source_op();
+  auto plan = std::make_shared<const EpochPlan>(src.dataset().size(), core_->options.batch_size,
+                                                src.sharding(), core_->options.seed, epoch);
+  plans_.push_back(plan);
+  if (plans_.size() > 3) plans_.pop_front();
+  return plan;
+}
+
+void Executor::schedule(int64_t epoch, int64_t batch) {
+  Core& c = *core_;
+  auto job = std::make_shared<Job>();
+  job->generation = c.generation.load();
+  job->epoch = epoch;
+  job->batch = batch;
+  job->plan = plan_for(epoch);
+  job->first_position = batch * job->plan->batch_size();
+  job->length = job->plan->batch_length(batch);
+  job->dataset_indices.assign(job->length, -1);
+  job->ragged.resize(c.dense.size());
+  for (size_t k = 0; k < c.dense.size(); ++k) {
+    if (c.dense[k]) {
+      const TensorSpec& s = c.graph.value_spec(c.graph.outputs()[k]);
+      job->dense.push_back(Tensor::empty(s.shape.prepend(job->length), s.dtype, s.layout, c.pool));
+    } else {
+      job->dense.emplace_back();
+      job->ragged[k].resize(job->length);
+    }
+  }
+  job->remaining = job->length;
+  {
+    std::lock_guard lock(c.mu);
+    c.outstanding += job->length;
+    if (job->length == 0) job->done = true;
+  }
+  in_flight_.push_back(job);
+  Core* core = &c;  // outlives the task: ~Executor waits for outstanding == 0
+  for (int64_t slot = 0; slot < job->length; ++slot)
+    c.arena.enqueue([core, job, slot] { core->process(*job, slot); });
+}
+
+void Executor::fill_pipeline() {
+  while (static_cast<int>(in_flight_.size()) < core_->options.prefetch_depth && sched_epoch_ <= epoch_ + 1) {
+    if (sched_batch_ >= plan_for(sched_epoch_)->num_batches()) {
+      ++sched_epoch_;
+      sched_batch_ = 0;
+      continue;
+    }
+    schedule(sched_epoch_, sched_batch_++);
+  }
+}
+
+void Executor::cancel_in_flight() {
+  core_->generation.fetch_add(1);
+  in_flight_.clear();
+}
+
+void Executor::reset(int64_t epoch, int64_t batch) {
+  if (epoch < 0 || batch < 0) throw PipelineStateError("epoch and batch must be >= 0");
+  cancel_in_flight();
+  epoch_ = sched_epoch_ = epoch;
+  next_batch_ = sched_batch_ = batch;
+}
+
+PipelineOutput Executor::take(Job& job) {
+  Core& c = *core_;
+  PipelineOutput out;
+  out.epoch = job.epoch;
+  out.batch_index = job.batch;
+  for (size_t k = 0; k < c.dense.size(); ++k)
+    out.outputs.push_back(c.dense[k] ? Batch::dense(std::move(job.dense[k])) : Batch::ragged(std::move(job.ragged[k])));
+  out.dataset_indices = std::move(job.dataset_indices);
+  for (int64_t s = 0; s < job.length; ++s) out.num_padding += job.plan->is_padding(job.first_position + s);
+  out.num_replaced = job.replaced.load();
+  c.replaced += static_cast<uint64_t>(out.num_replaced);
+  c.batches += 1;
+  c.samples += static_cast<uint64_t>(job.length);
+  return out;
+}
+
+std::optional<PipelineOutput> Executor::next() {
+  fill_pipeline();
+  if (next_batch_ >= plan_for(epoch_)->num_batches()) {
+    ++epoch_;
+    next_batch_ = 0;
+    while (!in_flight_.empty() && in_flight_.front()->epoch < epoch_) in_flight_.pop_front();
+    if (sched_epoch_ < epoch_) sched_epoch_ = epoch_, sched_batch_ = 0;
+    fill_pipeline();
+    return std::nullopt;
+  }
+  std::shared_ptr<Job> job = in_flight_.front();
+  in_flight_.pop_front();
+  {
+    const auto t0 = Clock::now();
+    std::unique_lock lock(core_->mu);
+    core_->cv.wait(lock, [&] { return job->done; });
+    core_->wait_nanos += nanos_since(t0);
+  }
+  ++next_batch_;
+  fill_pipeline();
+  // Failures count once the consumer gets to their batch, in batch order.
+  consumed_failures_ += job->failures.load();
+  core_->failures = consumed_failures_;
+  if (!job->error.is_ok()) throw DataError(job->error);
+  if (core_->options.on_error == ErrorPolicy::kSkip && consumed_failures_ > core_->options.max_failures) {
+    const Status& last = job->last_failure;
+    throw DataError(Status(last.code(), "more than max_failures=" + std::to_string(core_->options.max_failures) +
+                                            " samples failed; the last: " + last.message()));
+  }
+  return take(*job);
+}
+
+PipelineState Executor::state() const {
+  return PipelineState{epoch_, next_batch_, consumed_failures_, fingerprint_};
+}
+
+void Executor::load_state(const PipelineState& s) {
+  if (s.fingerprint != fingerprint_)
+    throw PipelineStateError("this state was saved by a different pipeline (graph, dataset, batch "
+                             "size or seed differ)");
+  if (s.batches_consumed > plan_for(s.epoch)->num_batches())
+    throw PipelineStateError("state's batch " + std::to_string(s.batches_consumed) +
+                             " is past the end of epoch " + std::to_string(s.epoch));
+  reset(s.epoch, s.batches_consumed);
+  consumed_failures_ = s.failures;
+  core_->failures = s.failures;
+}
+
+PipelineStats Executor::stats() const {
+  const Core& c = *core_;
+  PipelineStats s;
+  for (size_t n = 0; n < c.graph.nodes().size(); ++n) {
+    const auto& node = c.graph.nodes()[n];
+    const NodeCounters& k = c.counters[n];
+    s.operators.push_back({node.spec.name, node.spec.op, k.samples.load(), k.failures.load(),
+                           static_cast<double>(k.nanos.load()) * 1e-9});
+  }
+  s.batches = c.batches.load();
+  s.samples = c.samples.load();
+  s.failures = static_cast<uint64_t>(c.failures.load());
+  s.replaced = c.replaced.load();
+  s.consumer_wait_seconds = static_cast<double>(c.wait_nanos.load()) * 1e-9;
+  {
+    std::lock_guard lock(c.errors_mu);
+    s.recent_errors.assign(c.recent_errors.begin(), c.recent_errors.end());
+  }
+  s.pool = c.pool.stats();
+  return s;
+}
+
+const Dataset& Executor::dataset() const { return core_->graph.source_op().dataset(); }
+const PipelineOptions& Executor::options() const { return core_->options; }
+
+std::vector<std::string> Executor::output_names() const {
+  std::vector<std::string> names;
+  for (int v : core_->graph.outputs()) names.push_back(core_->graph.value_name(v));
+  return names;
+}
+
+}  // namespace hdl::detail

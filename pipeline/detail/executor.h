@@ -1,0 +1,107 @@
+// The executor behind Pipeline (private). See pipeline/pipeline.h for the contract and
+// pipeline/README.md for the design.
+#pragma once
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/task_arena.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "pipeline/detail/thread_budget.h"
+#include "pipeline/graph.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/readers/epoch_plan.h"
+
+namespace hdl::detail {
+
+/// Memory an operator output uses when it is not a pipeline output: grows, never shrinks,
+/// reused sample after sample on one thread.
+class ScratchBuffer {
+ public:
+  ScratchBuffer() = default;
+  ScratchBuffer(ScratchBuffer&&) noexcept = default;
+  ScratchBuffer& operator=(ScratchBuffer&&) noexcept = default;
+  void* reserve(size_t bytes);
+
+ private:
+  struct Free { void operator()(void* p) const; };
+  std::unique_ptr<void, Free> data_;
+  size_t capacity_ = 0;
+};
+
+/// One worker thread's state: operator states and the current sample's values.
+struct Workspace {
+  std::vector<std::unique_ptr<OpState>> states;  // per node
+  std::vector<bool> state_made;
+  std::vector<ScratchBuffer> scratch;            // per value
+  std::vector<ConstTensorView> values;           // per value, for the sample being processed
+};
+
+/// One batch in flight.
+struct Job {
+  int64_t generation = 0;
+  int64_t epoch = 0;
+  int64_t batch = 0;
+  int64_t first_position = 0;
+  int64_t length = 0;
+  std::shared_ptr<const EpochPlan> plan;
+  std::vector<Tensor> dense;                 // per output; undefined for ragged outputs
+  std::vector<std::vector<Tensor>> ragged;   // per output, per slot
+  std::vector<int64_t> dataset_indices;      // per slot
+  std::atomic<int64_t> remaining{0};
+  std::atomic<int64_t> replaced{0};
+  std::atomic<int64_t> failures{0};          // failed attempts in this batch
+  std::mutex mu;                             // guards error and last_failure
+  Status error;                              // makes next() throw
+  Status last_failure;                       // the last failed attempt, for the budget message
+  bool done = false;                         // guarded by Executor::Core::mu
+};
+
+struct NodeCounters {
+  std::atomic<uint64_t> nanos{0}, samples{0}, failures{0};
+};
+
+class Executor {
+ public:
+  Executor(const PipelineSpec& spec, const PipelineOptions& options, const OpRegistry& registry);
+  ~Executor();
+
+  std::optional<PipelineOutput> next();
+  int64_t epoch() const { return epoch_; }
+  int64_t batches_per_epoch() const { return plan_for(epoch_)->num_batches(); }
+  void reset(int64_t epoch, int64_t batch = 0);
+  PipelineState state() const;
+  void load_state(const PipelineState& state);
+  PipelineStats stats() const;
+  const Dataset& dataset() const;
+  const PipelineOptions& options() const;
+  std::vector<std::string> output_names() const;
+
+  /// What worker tasks share with the consumer. Tasks hold a shared_ptr to it.
+  struct Core;
+
+ private:
+  std::shared_ptr<const EpochPlan> plan_for(int64_t epoch) const;
+  void fill_pipeline();
+  void schedule(int64_t epoch, int64_t batch);
+  void cancel_in_flight();
+  PipelineOutput take(Job& job);
+
+  std::shared_ptr<Core> core_;
+  uint64_t fingerprint_ = 0;
+  // Consumer side (one thread).
+  int64_t consumed_failures_ = 0;  // failed samples in batches handed out: the skip budget
+  int64_t epoch_ = 0;
+  int64_t next_batch_ = 0;   // next batch of epoch_ to hand out
+  int64_t sched_epoch_ = 0;  // next batch to schedule
+  int64_t sched_batch_ = 0;
+  std::deque<std::shared_ptr<Job>> in_flight_;  // in hand-out order
+  mutable std::mutex plans_mu_;
+  mutable std::deque<std::shared_ptr<const EpochPlan>> plans_;  // small cache, by epoch
+};
+
+}  // namespace hdl::detail

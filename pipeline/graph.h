@@ -1,0 +1,57 @@
+// Graph: a validated, instantiated pipeline spec, ready for the executor.
+//
+// Graph::build checks everything that can be checked before data is seen and throws a
+// ConfigError (ArgumentTypeError for wrong types) naming the node and argument:
+//   unknown operator or argument, missing required argument, wrong type or range,
+//   dangling or missing inputs, unused nodes, cycles, stage order (cpu -> mixed -> gpu),
+//   one reader per pipeline, and what operators say about their inputs (infer_outputs).
+//
+// Thread safety: immutable after build; shared by all worker threads.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/operator.h"
+#include "pipeline/registry.h"
+#include "pipeline/spec.h"
+
+namespace hdl {
+
+/// A node of a built graph. Values (node outputs) are numbered densely across the graph.
+struct GraphNode {
+  NodeSpec spec;                      ///< arguments validated, defaults filled, types converted
+  const OpSchema* schema = nullptr;
+  std::unique_ptr<Operator> op;
+  std::vector<int> inputs;            ///< value ids
+  std::vector<std::pair<std::string, int>> arg_inputs;  ///< argument name, value id
+  std::vector<int> outputs;           ///< value ids
+};
+
+class Graph {
+ public:
+  /// Validates `spec` against `registry` and instantiates its operators. Throws ConfigError.
+  static Graph build(const PipelineSpec& spec, const OpRegistry& registry = OpRegistry::builtin());
+
+  /// Nodes in topological order (a node after every node it reads from).
+  const std::vector<GraphNode>& nodes() const { return nodes_; }
+  /// Index (in nodes()) of the reader.
+  int source() const { return source_; }
+  const SourceOperator& source_op() const;
+  int num_values() const { return static_cast<int>(value_specs_.size()); }
+  const TensorSpec& value_spec(int value) const { return value_specs_[value]; }
+  /// "decode.images" style name of a value, for messages.
+  const std::string& value_name(int value) const { return value_names_[value]; }
+  /// The pipeline outputs, as value ids, in order.
+  const std::vector<int>& outputs() const { return outputs_; }
+
+ private:
+  std::vector<GraphNode> nodes_;
+  std::vector<TensorSpec> value_specs_;
+  std::vector<std::string> value_names_;
+  std::vector<int> outputs_;
+  int source_ = -1;
+};
+
+}  // namespace hdl

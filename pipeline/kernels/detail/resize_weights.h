@@ -1,0 +1,19 @@
+// Per-axis weight tables for the separable resize (internal to pipeline/kernels).
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pipeline/kernels/resize.h"
+
+namespace hdl::kernels::detail {
+
+/// Fills the table of one axis resized from `in` to `out` pixels: output i is
+/// sum_k weights[i * taps + k] * input[start[i] + k], with start[i] + taps <= in (taps past the
+/// filter's support carry weight 0). Returns taps (>= 1). Preconditions: in, out >= 1.
+int compute_resize_weights(int64_t in, int64_t out, ResizeFilter filter, bool antialias,
+                           std::vector<float>& weights, std::vector<int32_t>& start);
+
+}  // namespace hdl::kernels::detail

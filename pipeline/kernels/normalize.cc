@@ -1,0 +1,192 @@
+#include "pipeline/kernels/normalize.h"
+
+#include <array>
+#include <string>
+#include <type_traits>
+
+#include "pipeline/kernels/detail/elements.h"
+
+namespace hdl::kernels {
+namespace {
+
+constexpr int kMaxLutChannels = 4;
+
+// Storage type of each output dtype and the conversion from the float32 result.
+struct F32Out {
+  using type = float;
+  static float from(float v) { return v; }
+};
+struct F16Out {
+  using type = uint16_t;
+  static uint16_t from(float v) { return float_to_half(v); }
+};
+struct BF16Out {
+  using type = uint16_t;
+  static uint16_t from(float v) { return float_to_bfloat16(v); }
+};
+
+Status check_params(const NormalizeParams& p, int64_t channels) {
+  auto ok = [channels](size_t n) { return n <= 1 || static_cast<int64_t>(n) == channels; };
+  if (!ok(p.mean.size()) || !ok(p.std.size())) {
+    return Status::invalid_argument("normalize: mean/std need 1 or " + std::to_string(channels) +
+                                    " values, got " + std::to_string(p.mean.size()) + "/" +
+                                    std::to_string(p.std.size()));
+  }
+  return Status::ok();
+}
+
+// The torchvision expression, in float32, in torchvision's order.
+struct Normalizer {
+  const NormalizeParams& p;
+  float mean(int64_t c) const { return p.mean.empty() ? 0.0f : p.mean[p.mean.size() == 1 ? 0 : c]; }
+  float stdev(int64_t c) const { return p.std.empty() ? 1.0f : p.std[p.std.size() == 1 ? 0 : c]; }
+  float operator()(int64_t c, float x) const { return (x / p.scale - mean(c)) / stdev(c); }
+};
+
+// Maps (channel, input value) to the output element: a 256-entry table per channel for uint8
+// input (C <= kMaxLutChannels), the expression otherwise.
+template <typename S, typename Out>
+struct Converter {
+  using O = typename Out::type;
+  Normalizer norm;
+  bool use_lut = false;
+  std::array<O, kMaxLutChannels * 256> lut;
+
+  Converter(const NormalizeParams& p, int64_t channels) : norm{p} {
+    if constexpr (std::is_same_v<S, uint8_t>) {
+      use_lut = channels <= kMaxLutChannels;
+      for (int64_t c = 0; use_lut && c < channels; ++c) {
+        for (int v = 0; v < 256; ++v) lut[c * 256 + v] = Out::from(norm(c, static_cast<float>(v)));
+      }
+    }
+  }
+  O operator()(int64_t c, S x) const {
+    if constexpr (std::is_same_v<S, uint8_t>) {
+      if (use_lut) return lut[c * 256 + x];
+    }
+    return Out::from(norm(c, static_cast<float>(x)));
+  }
+};
+
+// uint8 -> uint8: no normalisation.
+struct CopyU8 {
+  uint8_t operator()(int64_t, uint8_t x) const { return x; }
+};
+
+// dst(y, x, c) = conv(c, src(top + y, left + x', c)) with x' mirrored if asked; dst strides are
+// given per (y, x, c) so that one loop serves both layouts.
+template <typename S, typename O, typename Conv>
+void cmn_loop(const ConstTensorView& src, O* dst, const int64_t (&ds)[3], int64_t h, int64_t w,
+              const CropMirrorNormalizeOptions& o, const Conv& conv) {
+  const S* sp = static_cast<const S*>(src.data);
+  const int64_t C = src.shape[2], ssx = src.strides[1], ssc = src.strides[2];
+  for (int64_t y = 0; y < h; ++y) {
+    const S* srow = sp + (o.top + y) * src.strides[0];
+    O* drow = dst + y * ds[0];
+    for (int64_t c = 0; c < C; ++c) {
+      for (int64_t x = 0; x < w; ++x) {
+        const int64_t sx = o.mirror ? o.left + w - 1 - x : o.left + x;
+        drow[x * ds[1] + c * ds[2]] = conv(c, srow[sx * ssx + c * ssc]);
+      }
+    }
+  }
+}
+
+template <typename S>
+Status cmn_typed(const ConstTensorView& src, const TensorView& dst, const int64_t (&ds)[3],
+                 int64_t h, int64_t w, const CropMirrorNormalizeOptions& o) {
+  const int64_t C = src.shape[2];
+  switch (dst.dtype) {
+    case DType::kF32:
+      cmn_loop<S>(src, static_cast<float*>(dst.data), ds, h, w, o, Converter<S, F32Out>(o.norm, C));
+      return Status::ok();
+    case DType::kF16:
+      cmn_loop<S>(src, static_cast<uint16_t*>(dst.data), ds, h, w, o, Converter<S, F16Out>(o.norm, C));
+      return Status::ok();
+    case DType::kBF16:
+      cmn_loop<S>(src, static_cast<uint16_t*>(dst.data), ds, h, w, o, Converter<S, BF16Out>(o.norm, C));
+      return Status::ok();
+    case DType::kU8:
+      if constexpr (std::is_same_v<S, uint8_t>) {
+        cmn_loop<S>(src, static_cast<uint8_t*>(dst.data), ds, h, w, o, CopyU8{});
+        return Status::ok();
+      }
+      [[fallthrough]];
+    default:
+      return Status::invalid_argument(std::string("crop_mirror_normalize: cannot write ") +
+                                      dtype_name(dst.dtype) + " from " + dtype_name(src.dtype));
+  }
+}
+
+// Elementwise over a 3-D view, the channel being dimension `axis`.
+template <typename S, typename O, typename Conv>
+void normalize_loop(const ConstTensorView& src, const TensorView& dst, int axis, const Conv& conv) {
+  const S* sp = static_cast<const S*>(src.data);
+  O* dp = static_cast<O*>(dst.data);
+  for (int64_t a = 0; a < src.shape[0]; ++a) {
+    for (int64_t b = 0; b < src.shape[1]; ++b) {
+      for (int64_t k = 0; k < src.shape[2]; ++k) {
+        const int64_t c = axis == 0 ? a : axis == 1 ? b : k;
+        dp[detail::offset3(dst, a, b, k)] = conv(c, sp[detail::offset3(src, a, b, k)]);
+      }
+    }
+  }
+}
+
+template <typename S>
+Status normalize_typed(const ConstTensorView& src, const TensorView& dst, const NormalizeParams& p,
+                       int axis) {
+  const int64_t C = src.shape[axis];
+  switch (dst.dtype) {
+    case DType::kF32: normalize_loop<S, float>(src, dst, axis, Converter<S, F32Out>(p, C)); break;
+    case DType::kF16: normalize_loop<S, uint16_t>(src, dst, axis, Converter<S, F16Out>(p, C)); break;
+    case DType::kBF16: normalize_loop<S, uint16_t>(src, dst, axis, Converter<S, BF16Out>(p, C)); break;
+    default:
+      return Status::invalid_argument(std::string("normalize: output must be float32, float16 or "
+                                                  "bfloat16, got ") + dtype_name(dst.dtype));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status crop_mirror_normalize(const ConstTensorView& src, const TensorView& dst,
+                             const CropMirrorNormalizeOptions& o) {
+  if (src.ndim() != 3 || dst.ndim() != 3 || (src.dtype != DType::kU8 && src.dtype != DType::kF32)) {
+    return Status::invalid_argument("crop_mirror_normalize: expected a uint8/float32 HWC source");
+  }
+  const bool chw = o.layout == Layout::kCHW;
+  if (!chw && o.layout != Layout::kHWC) {
+    return Status::invalid_argument("crop_mirror_normalize: layout must be CHW or HWC");
+  }
+  const int64_t C = src.shape[2];
+  const int64_t h = chw ? dst.shape[1] : dst.shape[0], w = chw ? dst.shape[2] : dst.shape[1];
+  if ((chw ? dst.shape[0] : dst.shape[2]) != C) {
+    return Status::invalid_argument("crop_mirror_normalize: dst " + dst.shape.to_string() +
+                                    " does not have the " + std::to_string(C) + " channels of src");
+  }
+  if (o.top < 0 || o.left < 0 || o.top + h > src.shape[0] || o.left + w > src.shape[1]) {
+    return Status::invalid_argument(
+        "crop_mirror_normalize: window (" + std::to_string(o.top) + ", " + std::to_string(o.left) +
+        ") " + std::to_string(h) + "x" + std::to_string(w) + " leaves the image " + src.shape.to_string());
+  }
+  HDL_RETURN_IF_ERROR(check_params(o.norm, C));
+  const int64_t ds[3] = {chw ? dst.strides[1] : dst.strides[0], chw ? dst.strides[2] : dst.strides[1],
+                         chw ? dst.strides[0] : dst.strides[2]};
+  if (src.dtype == DType::kU8) return cmn_typed<uint8_t>(src, dst, ds, h, w, o);
+  return cmn_typed<float>(src, dst, ds, h, w, o);
+}
+
+Status normalize(const ConstTensorView& src, const TensorView& dst, const NormalizeParams& p,
+                 int channel_axis) {
+  if (src.ndim() != 3 || src.shape != dst.shape || channel_axis < 0 || channel_axis > 2 ||
+      (src.dtype != DType::kU8 && src.dtype != DType::kF32)) {
+    return Status::invalid_argument("normalize: expected equal 3-D uint8/float32 views, got " +
+                                    src.shape.to_string() + " -> " + dst.shape.to_string());
+  }
+  HDL_RETURN_IF_ERROR(check_params(p, src.shape[channel_axis]));
+  if (src.dtype == DType::kU8) return normalize_typed<uint8_t>(src, dst, p, channel_axis);
+  return normalize_typed<float>(src, dst, p, channel_axis);
+}
+
+}  // namespace hdl::kernels

@@ -1,0 +1,104 @@
+// Operator: the per-sample unit of work in a pipeline graph.
+//
+// An operator is built once per pipeline from a validated node (constant arguments parsed in
+// its constructor), declares what it can say about its outputs before any data is seen
+// (infer_outputs), and then runs once per sample on any worker thread. Per-thread state that
+// is expensive to create (a decoder instance) lives in an OpState the executor keeps per
+// thread. Operators parse arguments and call kernels (pipeline/kernels/); the pixels are the
+// kernels' business.
+//
+// Thread safety: run() is called concurrently from many threads on one Operator; it must only
+// read the operator's members, and mutate only its OpState and outputs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "media/status.h"
+#include "media/tensor.h"
+#include "pipeline/random.h"
+#include "pipeline/schema.h"
+
+namespace hdl {
+
+class Dataset;
+
+/// What is known of a tensor before data is seen: dtype, layout and shape, where a dim of -1
+/// is not known until run time. A fully known shape makes the output batch dense.
+struct TensorSpec {
+  DType dtype = DType::kU8;
+  Shape shape;
+  Layout layout = Layout::kNone;
+};
+
+/// Which sample is being processed.
+struct SampleInfo {
+  int64_t epoch = 0;
+  int64_t position = 0;       ///< slot in the epoch's sequence (the random stream's counter)
+  int64_t dataset_index = 0;  ///< which sample of the dataset fills the slot
+  uint32_t attempt = 0;       ///< 0, or k for the k-th replacement after skipped failures
+  const Dataset* dataset = nullptr;
+};
+
+/// Per-thread mutable state of an operator (decoder instances, scratch buffers).
+class OpState {
+ public:
+  virtual ~OpState() = default;
+};
+
+/// What an operator sees of one sample: its inputs, its outputs, its random stream.
+/// Implemented by the executor.
+class SampleIO {
+ public:
+  virtual ~SampleIO() = default;
+  virtual const SampleInfo& sample() const = 0;
+  virtual int num_inputs() const = 0;
+  virtual const ConstTensorView& input(int i) const = 0;
+  /// The per-sample tensor bound to argument `name`, or nullptr when it is a constant.
+  virtual const ConstTensorView* arg_input(std::string_view name) const = 0;
+  /// Memory for output i, of the given shape: a slot of the output batch when the output is a
+  /// dense pipeline output (shape must then equal the batch's sample shape), or scratch.
+  /// Call at most once per output per run. Errors when the shape contradicts the batch.
+  virtual Result<TensorView> output(int i, const Shape& shape, DType dtype, Layout layout) = 0;
+  /// This operator's random stream for this sample (same numbers on every run and thread count).
+  virtual RandomStream& rng() = 0;
+  /// This operator's state on this thread (from Operator::make_state), or nullptr.
+  virtual OpState* state() = 0;
+
+  /// The per-sample scalar bound to `name` (first element, as double), or `fallback`.
+  double scalar_arg(std::string_view name, double fallback) const;
+};
+
+class Operator {
+ public:
+  virtual ~Operator() = default;
+  /// What the outputs will be, given what is known of the inputs. Throws ConfigError when the
+  /// inputs cannot be accepted (wrong dtype, layout, channel count).
+  virtual std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> inputs) const = 0;
+  /// Processes one sample. Data problems are returned as a Status (the executor adds operator,
+  /// sample and file to the message and applies the error policy); never throw for bad data.
+  virtual Status run(SampleIO& io) const = 0;
+  /// Per-thread state, created lazily on each worker thread. Default: none.
+  virtual std::unique_ptr<OpState> make_state() const { return nullptr; }
+};
+
+/// A reader: the source of a pipeline. It names the dataset and how an epoch walks it.
+class SourceOperator : public Operator {
+ public:
+  struct Sharding {
+    int64_t shard_id = 0;
+    int64_t num_shards = 1;
+    bool shuffle = false;
+    int64_t shuffle_buffer = 0;   ///< 0: full permutation; else a bounded shuffle buffer
+    std::string last_batch = "partial";  ///< drop, partial, pad, fill
+    bool pad_shards = false;      ///< every shard gets the same number of samples (DDP)
+  };
+  virtual const Dataset& dataset() const = 0;
+  virtual const Sharding& sharding() const = 0;
+};
+
+}  // namespace hdl

@@ -1,0 +1,166 @@
+// Pipeline: build a graph once, then iterate batches.
+//
+//   hdl::PipelineSpec spec;
+//   auto files  = spec.add("file_reader", {}, {{"file_root", "data/train"}, {"shuffle", true}});
+//   auto images = spec.add("image_decoder", {files[0]}, {{"output_type", "rgb"}});
+//   spec.set_outputs({images[0], files[1]});
+//   hdl::Pipeline pipe(spec, {.batch_size = 64, .num_threads = 4, .seed = 42});
+//   for (int epoch = 0; epoch < 3; ++epoch)
+//     for (const hdl::PipelineOutput& batch : pipe.epoch_batches())
+//       train(batch.outputs[0], batch.outputs[1]);
+//
+// Per-sample work runs on one TBB arena of num_threads workers (the consumer's thread does no
+// pipeline work), prefetch_depth batches ahead of the consumer, across epoch boundaries. Each
+// sample is written straight into its slot of the output batch. Every random choice is a
+// function of (seed, operator, epoch, sample position), so batches are bit-identical across
+// runs and thread counts, and state() / load_state() resume mid-epoch exactly.
+//
+// Thread safety: one consumer thread at a time may call next(), reset(), load_state();
+// stats() and state() may be called from any thread. Destroying a Pipeline stops its work
+// (in-flight samples finish, the rest are dropped); Batches already handed out stay valid.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "media/batch.h"
+#include "media/storage.h"
+#include "pipeline/errors.h"
+#include "pipeline/readers/dataset.h"
+#include "pipeline/registry.h"
+#include "pipeline/spec.h"
+
+namespace hdl {
+
+/// What happens when a sample cannot be produced (corrupt file, unreadable path, ...).
+enum class ErrorPolicy {
+  kRaise,  ///< next() throws DataError naming operator, sample and file; iteration may go on
+  kSkip,   ///< the sample is replaced by the next readable one in epoch order and counted
+};
+/// Parses "raise" / "skip". Throws ConfigError.
+ErrorPolicy parse_error_policy(const std::string& name);
+
+struct PipelineOptions {
+  int64_t batch_size = 32;         ///< samples per batch
+  int num_threads = 0;             ///< worker threads; 0 = one per hardware thread
+  int prefetch_depth = 2;          ///< batches prepared ahead of the consumer (>= 1)
+  uint64_t seed = 0;               ///< seeds shuffling and every random operator
+  ErrorPolicy on_error = ErrorPolicy::kRaise;
+  int64_t max_failures = 100;      ///< skip: failed samples tolerated in all (then DataError)
+  size_t max_cached_bytes = size_t(1) << 30;  ///< free batch buffers kept for reuse
+};
+
+/// One iteration's results.
+struct PipelineOutput {
+  std::vector<Batch> outputs;            ///< one per pipeline output, in set_outputs order
+  int64_t epoch = 0;
+  int64_t batch_index = 0;               ///< within the epoch
+  std::vector<int64_t> dataset_indices;  ///< which dataset sample fills each slot
+  int64_t num_padding = 0;               ///< trailing slots added by last_batch pad / fill
+  int64_t num_replaced = 0;              ///< slots whose sample was replaced under skip
+};
+
+/// A pipeline's position, for resuming a job mid-epoch. Text form is stable across versions.
+struct PipelineState {
+  int64_t epoch = 0;
+  int64_t batches_consumed = 0;  ///< batches of `epoch` already handed out
+  int64_t failures = 0;          ///< failed samples so far (the skip budget)
+  uint64_t fingerprint = 0;      ///< identifies the pipeline (graph, dataset, batch size, seed)
+
+  std::string to_string() const;
+  /// Throws PipelineStateError for text not made by to_string().
+  static PipelineState parse(const std::string& text);
+};
+
+/// Operator counters count the work done, including batches prefetched but not yet handed
+/// out; the pipeline-level counts (batches, samples, failures, replaced) count what the
+/// consumer received, and are what the skip budget and the saved state use.
+struct OperatorStats {
+  std::string name;       ///< node name
+  std::string op;         ///< operator
+  uint64_t samples = 0;   ///< samples it ran on
+  uint64_t failures = 0;  ///< of those, how many failed
+  double seconds = 0;     ///< total time in run(), summed over threads
+};
+
+struct PipelineStats {
+  std::vector<OperatorStats> operators;  ///< in graph order
+  uint64_t batches = 0;                  ///< handed to the consumer
+  uint64_t samples = 0;                  ///< slots filled in those batches
+  uint64_t failures = 0;                 ///< failed samples (all policies)
+  uint64_t replaced = 0;                 ///< samples replaced under skip
+  double consumer_wait_seconds = 0;      ///< time next() spent waiting for work
+  std::vector<std::string> recent_errors;  ///< the last few error messages
+  BufferPoolStats pool;
+};
+
+namespace detail { class Executor; }
+
+class Pipeline {
+ public:
+  /// Validates and builds the graph (ConfigError on any mistake) and starts no work yet.
+  Pipeline(const PipelineSpec& spec, const PipelineOptions& options,
+           const OpRegistry& registry = OpRegistry::builtin());
+  ~Pipeline();
+  Pipeline(Pipeline&&) noexcept;
+  Pipeline& operator=(Pipeline&&) noexcept;
+
+  /// The next batch of the current epoch, or nullopt when the epoch is over; the call after a
+  /// nullopt begins the next epoch. Blocks until the batch is ready. Throws DataError when a
+  /// sample failed under raise (the failed batch is lost; the next call goes on with the next
+  /// batch).
+  std::optional<PipelineOutput> next();
+
+  /// The epoch next() is in, and how many batches it has.
+  int64_t epoch() const;
+  int64_t batches_per_epoch() const;
+  /// Drops work in flight and starts `epoch` from its first batch.
+  void reset(int64_t epoch);
+
+  PipelineState state() const;
+  /// Continues from `state` (made by a pipeline with the same spec, dataset, batch size and
+  /// seed; else PipelineStateError). Any thread count works.
+  void load_state(const PipelineState& state);
+
+  PipelineStats stats() const;
+  const Dataset& dataset() const;
+  const PipelineOptions& options() const;
+  /// "node.output" names of the outputs, in order.
+  std::vector<std::string> output_names() const;
+
+  /// Range over the rest of the current epoch: for (auto& b : pipe.epoch_batches()) {...}.
+  class EpochRange;
+  EpochRange epoch_batches();
+
+ private:
+  std::unique_ptr<detail::Executor> impl_;
+};
+
+class Pipeline::EpochRange {
+ public:
+  class iterator {
+   public:
+    explicit iterator(Pipeline* p) : p_(p) { advance(); }
+    iterator() = default;
+    const PipelineOutput& operator*() const { return *cur_; }
+    const PipelineOutput* operator->() const { return &*cur_; }
+    iterator& operator++() { advance(); return *this; }
+    bool operator==(const iterator& o) const { return !cur_ && !o.cur_; }
+
+   private:
+    void advance() { cur_ = p_->next(); }
+    Pipeline* p_ = nullptr;
+    std::optional<PipelineOutput> cur_;
+  };
+  explicit EpochRange(Pipeline* p) : p_(p) {}
+  iterator begin() { return iterator(p_); }
+  iterator end() { return iterator(); }
+
+ private:
+  Pipeline* p_;
+};
+
+}  // namespace hdl

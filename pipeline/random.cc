@@ -1,0 +1,49 @@
+#include "pipeline/random.h"
+
+#include <numbers>
+
+namespace hdl {
+
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = static_cast<uint64_t>(kM0) * c[0];
+    const uint64_t p1 = static_cast<uint64_t>(kM1) * c[2];
+    c = {static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k[0], static_cast<uint32_t>(p1),
+         static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k[1], static_cast<uint32_t>(p0)};
+    k[0] += kW0;
+    k[1] += kW1;
+  }
+  return c;
+}
+
+uint64_t RandomStream::below(uint64_t n) {
+  if (n <= 0xffffffffull) {
+    const uint32_t n32 = static_cast<uint32_t>(n);
+    uint64_t m = static_cast<uint64_t>(next_u32()) * n32;
+    uint32_t low = static_cast<uint32_t>(m);
+    if (low < n32) {
+      const uint32_t threshold = static_cast<uint32_t>(-n32) % n32;
+      while (low < threshold) {
+        m = static_cast<uint64_t>(next_u32()) * n32;
+        low = static_cast<uint32_t>(m);
+      }
+    }
+    return m >> 32;
+  }
+  // Rare (n >= 2^32): rejection on 64 bits.
+  const uint64_t limit = ~uint64_t(0) - (~uint64_t(0) % n);
+  uint64_t x;
+  do x = next_u64(); while (x >= limit);
+  return x % n;
+}
+
+double RandomStream::normal() {
+  double u1 = uniform_double();
+  while (u1 <= 0.0) u1 = uniform_double();
+  const double u2 = uniform_double();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+}  // namespace hdl

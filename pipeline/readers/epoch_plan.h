@@ -1,0 +1,57 @@
+// EpochPlan: which dataset sample fills each slot of an epoch, for one shard.
+//
+// The order is a pure function of (dataset size, batch size, sharding options, seed, epoch):
+//   1. the whole dataset in order, or shuffled: a full permutation (Fisher-Yates) or a bounded
+//      shuffle buffer (tf.data style: reads stay near-sequential), seeded by (seed, epoch) and
+//      identical on every shard;
+//   2. with pad_shards, extended by wrapping around to a multiple of num_shards (as torch's
+//      DistributedSampler does), so every shard gets the same number of samples and batches;
+//   3. shard k takes every num_shards-th sample starting at k: shards are disjoint (apart from
+//      the pad_shards wrap) and together cover the dataset;
+//   4. the last batch: drop (incomplete batch dropped), partial (smaller last batch),
+//      pad (filled by repeating the shard's last sample), fill (filled by wrapping around to
+//      the shard's first samples).
+//
+// Thread safety: immutable after construction.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/operator.h"
+
+namespace hdl {
+
+enum class LastBatch { kDrop, kPartial, kPad, kFill };
+/// Parses "drop", "partial", "pad", "fill". Throws ConfigError otherwise.
+LastBatch parse_last_batch(const std::string& name);
+
+class EpochPlan {
+ public:
+  EpochPlan(int64_t dataset_size, int64_t batch_size, const SourceOperator::Sharding& sharding,
+            uint64_t seed, int64_t epoch);
+
+  /// Samples of this shard this epoch, before the last-batch policy.
+  int64_t shard_size() const { return static_cast<int64_t>(order_.size()); }
+  int64_t num_batches() const { return num_batches_; }
+  int64_t batch_size() const { return batch_size_; }
+  int64_t epoch() const { return epoch_; }
+  /// Samples in batch b (smaller than batch_size only for the last batch under partial).
+  int64_t batch_length(int64_t b) const;
+  /// Slots handed out over the whole epoch (sum of batch lengths).
+  int64_t num_slots() const;
+  /// The dataset index filling slot `position` (0 <= position < num_slots()).
+  int64_t dataset_index(int64_t position) const;
+  /// True for slots beyond shard_size() (filled by pad or fill).
+  bool is_padding(int64_t position) const { return position >= shard_size(); }
+
+ private:
+  std::vector<int64_t> order_;  // this shard's dataset indices, in epoch order
+  int64_t batch_size_;
+  int64_t epoch_;
+  int64_t num_batches_ = 0;
+  LastBatch last_batch_;
+};
+
+}  // namespace hdl

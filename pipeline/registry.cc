@@ -1,0 +1,41 @@
+#include "pipeline/registry.h"
+
+#include "pipeline/errors.h"
+
+namespace hdl {
+
+const OpRegistry& OpRegistry::builtin() {
+  static const OpRegistry registry = [] {
+    OpRegistry r;
+    // Readers.
+    r.add(file_reader_schema());
+    // Decoders.
+    // r.add(image_decoder_schema());  (pending decoders/)
+    // Random number generators.
+    r.add(coin_flip_schema());
+    r.add(random_uniform_schema());
+    r.add(random_normal_schema());
+    return r;
+  }();
+  return registry;
+}
+
+void OpRegistry::add(OpSchema schema) {
+  if (!schema.create) throw ConfigError("operator \"" + schema.name + "\" has no factory");
+  const std::string name = schema.name;
+  if (!schemas_.emplace(name, std::move(schema)).second)
+    throw ConfigError("operator \"" + name + "\" is registered twice");
+}
+
+const OpSchema* OpRegistry::find(const std::string& name) const {
+  auto it = schemas_.find(name);
+  return it == schemas_.end() ? nullptr : &it->second;
+}
+
+std::vector<const OpSchema*> OpRegistry::all() const {
+  std::vector<const OpSchema*> out;
+  for (const auto& [name, s] : schemas_) out.push_back(&s);
+  return out;
+}
+
+}  // namespace hdl

@@ -1,0 +1,41 @@
+// OpRegistry: the operators a pipeline may use.
+//
+// builtin() is the explicit list in pipeline/registry.cc (no static-initialiser tricks). A
+// copy can be extended with a user's own schemas (C++ operators outside this library, or
+// test operators) and passed to a Pipeline.
+//
+// Thread safety: immutable once handed to a pipeline; builtin() is safe to call from any thread.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pipeline/schema.h"
+
+namespace hdl {
+
+class OpRegistry {
+ public:
+  /// Every operator of this build.
+  static const OpRegistry& builtin();
+
+  /// Adds a schema. Throws ConfigError if the name is taken or the schema has no factory.
+  void add(OpSchema schema);
+  /// The schema named `name`, or nullptr.
+  const OpSchema* find(const std::string& name) const;
+  /// All schemas, sorted by name.
+  std::vector<const OpSchema*> all() const;
+
+ private:
+  std::map<std::string, OpSchema> schemas_;
+};
+
+// Schemas of the builtin operators, one function per operator file (pipeline/operators/).
+OpSchema file_reader_schema();
+OpSchema image_decoder_schema();
+OpSchema coin_flip_schema();
+OpSchema random_uniform_schema();
+OpSchema random_normal_schema();
+
+}  // namespace hdl

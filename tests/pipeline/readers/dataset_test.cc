@@ -1,0 +1,138 @@
+#include "pipeline/readers/dataset.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "pipeline/errors.h"
+#include "tests/test_util.h"
+
+namespace hdl {
+namespace {
+namespace fs = std::filesystem;
+
+// Runs torchvision's ImageFolder (the independent reference) and returns its output lines:
+// "CLASS name idx" lines, then "SAMPLE relative_path label" lines.
+std::vector<std::string> torchvision_image_folder(const fs::path& root) {
+  const std::string cmd =
+      "/usr/bin/python3 -c 'import sys, os, torchvision\n"
+      "ds = torchvision.datasets.ImageFolder(sys.argv[1], loader=lambda p: p)\n"
+      "for c, i in ds.class_to_idx.items(): print(\"CLASS\", c, i)\n"
+      "for p, l in ds.samples: print(\"SAMPLE\", os.path.relpath(p, sys.argv[1]), l)\n' '" +
+      root.string() + "' 2>/dev/null";
+  std::vector<std::string> lines;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return lines;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, f)) {
+    std::string s(buf);
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    lines.push_back(s);
+  }
+  pclose(f);
+  return lines;
+}
+
+std::vector<std::string> our_lines(const Dataset& d) {
+  std::vector<std::string> lines;
+  for (const auto& [c, i] : d.class_to_idx()) lines.push_back("CLASS " + c + " " + std::to_string(i));
+  for (int64_t i = 0; i < d.size(); ++i)
+    lines.push_back("SAMPLE " + std::string(d.relative_path(i)) + " " + std::to_string(d.label(i)));
+  return lines;
+}
+
+TEST(Dataset, ImageFolderMatchesTorchvisionOnTheCorpus) {
+  HDL_REQUIRE_CORPUS();
+  const fs::path root = testing::corpus_dir() / "imagenet" / "train";
+  const Dataset d = Dataset::image_folder(root.string(), default_image_extensions());
+  const auto reference = torchvision_image_folder(root);
+  ASSERT_FALSE(reference.empty()) << "torchvision reference unavailable";
+  EXPECT_EQ(our_lines(d), reference);
+  EXPECT_GT(d.size(), 2000);
+}
+
+class TreeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::path(HDL_BINARY_DIR) / "tmp" / ("tree_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void touch(const std::string& rel) {
+    fs::create_directories((root_ / rel).parent_path());
+    std::ofstream(root_ / rel) << "x";
+  }
+  fs::path root_;
+};
+
+TEST_F(TreeTest, EdgeCasesMatchTorchvision) {
+  // Mixed-case extensions, nested folders, names that sort differently by byte and by case,
+  // files that are not images, a symlinked class folder.
+  touch("b/x.JPEG");
+  touch("b/a.jpg");
+  touch("b/sub/z.png");
+  touch("b/sub2/a.JpG");
+  touch("b/Sub/c.bmp");
+  touch("b/notes.txt");
+  touch("B_upper/one.webp");
+  touch("a/deep/er/img.tiff");
+  touch("a/img.PGM");
+  touch("a/.hidden.jpg");
+  fs::create_directories(root_ / "real_c");
+  touch("real_c/q.jpeg");
+  fs::create_directory_symlink(root_ / "real_c", root_ / "c_link");
+  const Dataset d = Dataset::image_folder(root_.string(), default_image_extensions());
+  const auto reference = torchvision_image_folder(root_);
+  ASSERT_FALSE(reference.empty());
+  EXPECT_EQ(our_lines(d), reference);
+}
+
+TEST_F(TreeTest, EmptyClassIsRefusedLikeTorchvision) {
+  touch("a/x.jpg");
+  touch("empty/readme.txt");
+  try {
+    Dataset::image_folder(root_.string(), default_image_extensions());
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("found no valid file for the classes empty"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(Dataset::image_folder(root_.string(), default_image_extensions(), true).size(), 1);
+}
+
+TEST_F(TreeTest, CustomExtensionsAreCaseInsensitive) {
+  touch("a/x.JPEG");
+  touch("a/y.png");
+  const Dataset d = Dataset::image_folder(root_.string(), {".jpeg"});
+  ASSERT_EQ(d.size(), 1);
+  EXPECT_EQ(d.relative_path(0), "a/x.JPEG");
+  EXPECT_EQ(d.path(0), (root_ / "a" / "x.JPEG").string());
+}
+
+TEST_F(TreeTest, FileList) {
+  fs::create_directories(root_);
+  std::ofstream(root_ / "list.txt") << "# comment\n"
+                                     << "train/a b.jpg 3\n"
+                                     << "\n"
+                                     << "  train/c.jpg\t7  \n";
+  const Dataset d = Dataset::file_list((root_ / "list.txt").string());
+  ASSERT_EQ(d.size(), 2);
+  EXPECT_EQ(d.relative_path(0), "train/a b.jpg");
+  EXPECT_EQ(d.label(0), 3);
+  EXPECT_EQ(d.relative_path(1), "train/c.jpg");
+  EXPECT_EQ(d.label(1), 7);
+  EXPECT_EQ(d.root(), root_.string());
+
+  std::ofstream(root_ / "bad.txt") << "a.jpg 1\nb.jpg x\n";
+  try {
+    Dataset::file_list((root_ / "bad.txt").string());
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2: label \"x\" is not an integer"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Dataset::file_list((root_ / "missing.txt").string()), ConfigError);
+}
+
+}  // namespace
+}  // namespace hdl
