@@ -10,7 +10,9 @@ const OpRegistry& OpRegistry::builtin() {
     // Readers.
     r.add(file_reader_schema());
     // Decoders.
-    // r.add(image_decoder_schema());  (pending decoders/)
+    r.add(image_decoder_schema());
+    // Image operators.
+    r.add(resize_schema());
     // Random number generators.
     r.add(coin_flip_schema());
     r.add(random_uniform_schema());

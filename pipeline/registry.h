@@ -34,6 +34,7 @@ class OpRegistry {
 // Schemas of the builtin operators, one function per operator file (pipeline/operators/).
 OpSchema file_reader_schema();
 OpSchema image_decoder_schema();
+OpSchema resize_schema();
 OpSchema coin_flip_schema();
 OpSchema random_uniform_schema();
 OpSchema random_normal_schema();

@@ -41,7 +41,8 @@ inline uint8_t clamp_trunc(float v) {
   return static_cast<uint8_t>(v);
 }
 
-inline uint8_t round_clamp(float v) { return clamp_trunc(std::nearbyint(v)); }
+// Pillow's YCbCr conversions shift fixed-point sums right: floor, then clamp.
+inline uint8_t floor_clamp(float v) { return clamp_trunc(std::floor(v)); }
 
 // torchvision's grayscale value as float32, before truncation.
 inline float gray_f(const uint8_t* p, int64_t sc) {
@@ -150,9 +151,9 @@ Status rgb_to_ycbcr(const ConstTensorView& src, const TensorView& dst) {
   HDL_RETURN_IF_ERROR(check_u8("rgb_to_ycbcr", src, dst, 3, 3));
   for_each_pixel(src, dst, [](const uint8_t* s, int64_t sc, uint8_t* d, int64_t dc) {
     const float r = s[0], g = s[sc], b = s[2 * sc];
-    d[0] = round_clamp(0.299f * r + 0.587f * g + 0.114f * b);
-    d[dc] = round_clamp(128.0f - 0.168736f * r - 0.331264f * g + 0.5f * b);
-    d[2 * dc] = round_clamp(128.0f + 0.5f * r - 0.418688f * g - 0.081312f * b);
+    d[0] = floor_clamp(0.299f * r + 0.587f * g + 0.114f * b);
+    d[dc] = floor_clamp(128.0f - 0.168736f * r - 0.331264f * g + 0.5f * b);
+    d[2 * dc] = floor_clamp(128.0f + 0.5f * r - 0.418688f * g - 0.081312f * b);
   });
   return Status::ok();
 }
@@ -161,9 +162,9 @@ Status ycbcr_to_rgb(const ConstTensorView& src, const TensorView& dst) {
   HDL_RETURN_IF_ERROR(check_u8("ycbcr_to_rgb", src, dst, 3, 3));
   for_each_pixel(src, dst, [](const uint8_t* s, int64_t sc, uint8_t* d, int64_t dc) {
     const float y = s[0], cb = s[sc] - 128.0f, cr = s[2 * sc] - 128.0f;
-    d[0] = round_clamp(y + 1.402f * cr);
-    d[dc] = round_clamp(y - 0.344136f * cb - 0.714136f * cr);
-    d[2 * dc] = round_clamp(y + 1.772f * cb);
+    d[0] = floor_clamp(y + 1.402f * cr);
+    d[dc] = floor_clamp(y - 0.344136f * cb - 0.714136f * cr);
+    d[2 * dc] = floor_clamp(y + 1.772f * cb);
   });
   return Status::ok();
 }

@@ -23,10 +23,12 @@ Status swap_red_blue(const ConstTensorView& src, const TensorView& dst);
 Status rgb_to_grayscale(const ConstTensorView& src, const TensorView& dst);
 
 /// RGB -> YCbCr, ITU-R BT.601 full range as JPEG/PIL ("YCbCr" mode): Y = .299 R + .587 G +
-/// .114 B, Cb = 128 + (B - Y) / 1.772, Cr = 128 + (R - Y) / 1.402, rounded and clamped.
+/// .114 B, Cb = 128 + (B - Y) / 1.772, Cr = 128 + (R - Y) / 1.402, in float32, rounded down
+/// and clamped (Pillow shifts its fixed-point sums right, i.e. rounds down, too).
 Status rgb_to_ycbcr(const ConstTensorView& src, const TensorView& dst);
 
-/// The inverse of rgb_to_ycbcr, rounded and clamped.
+/// The inverse of rgb_to_ycbcr (R = Y + 1.402 Cr', G = Y - .344136 Cb' - .714136 Cr',
+/// B = Y + 1.772 Cb', with Cb' = Cb - 128, Cr' = Cr - 128), rounded down and clamped.
 Status ycbcr_to_rgb(const ConstTensorView& src, const TensorView& dst);
 
 /// torchvision adjust_brightness: blend with black, (uint8)clamp(factor * x). factor >= 0.

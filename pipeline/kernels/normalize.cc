@@ -1,5 +1,6 @@
 #include "pipeline/kernels/normalize.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <type_traits>
@@ -49,10 +50,11 @@ template <typename S, typename Out>
 struct Converter {
   using O = typename Out::type;
   Normalizer norm;
+  float fill_value = 0;
   bool use_lut = false;
   std::array<O, kMaxLutChannels * 256> lut;
 
-  Converter(const NormalizeParams& p, int64_t channels) : norm{p} {
+  Converter(const NormalizeParams& p, int64_t channels, float fill = 0) : norm{p}, fill_value(fill) {
     if constexpr (std::is_same_v<S, uint8_t>) {
       use_lut = channels <= kMaxLutChannels;
       for (int64_t c = 0; use_lut && c < channels; ++c) {
@@ -60,6 +62,7 @@ struct Converter {
       }
     }
   }
+  O fill(int64_t c) const { return Out::from(norm(c, fill_value)); }
   O operator()(int64_t c, S x) const {
     if constexpr (std::is_same_v<S, uint8_t>) {
       if (use_lut) return lut[c * 256 + x];
@@ -70,24 +73,40 @@ struct Converter {
 
 // uint8 -> uint8: no normalisation.
 struct CopyU8 {
+  uint8_t fill_value;
+  uint8_t fill(int64_t) const { return fill_value; }
   uint8_t operator()(int64_t, uint8_t x) const { return x; }
 };
 
-// dst(y, x, c) = conv(c, src(top + y, left + x', c)) with x' mirrored if asked; dst strides are
-// given per (y, x, c) so that one loop serves both layouts.
+// dst(y, x, c) = conv(c, src(top + y, left + x', c)) with x' mirrored if asked, or conv's fill
+// outside the image; dst strides are given per (y, x, c) so one loop serves both layouts.
 template <typename S, typename O, typename Conv>
 void cmn_loop(const ConstTensorView& src, O* dst, const int64_t (&ds)[3], int64_t h, int64_t w,
               const CropMirrorNormalizeOptions& o, const Conv& conv) {
   const S* sp = static_cast<const S*>(src.data);
-  const int64_t C = src.shape[2], ssx = src.strides[1], ssc = src.strides[2];
+  const int64_t H = src.shape[0], W = src.shape[1], C = src.shape[2];
+  const int64_t ssx = src.strides[1], ssc = src.strides[2];
+  // Output columns [xa, xb) read inside the image (an interval, mirrored or not).
+  const int64_t lo = o.mirror ? o.left + w - W : -o.left, hi = o.mirror ? o.left + w : W - o.left;
+  const int64_t xa = std::clamp<int64_t>(lo, 0, w), xb = std::clamp<int64_t>(hi, xa, w);
   for (int64_t y = 0; y < h; ++y) {
-    const S* srow = sp + (o.top + y) * src.strides[0];
+    const int64_t sy = o.top + y;
+    const bool row_in = sy >= 0 && sy < H;
+    const S* srow = sp + (row_in ? sy : 0) * src.strides[0];
     O* drow = dst + y * ds[0];
     for (int64_t c = 0; c < C; ++c) {
-      for (int64_t x = 0; x < w; ++x) {
-        const int64_t sx = o.mirror ? o.left + w - 1 - x : o.left + x;
-        drow[x * ds[1] + c * ds[2]] = conv(c, srow[sx * ssx + c * ssc]);
+      const O f = conv.fill(c);
+      O* d = drow + c * ds[2];
+      const int64_t a = row_in ? xa : w, b = row_in ? xb : w;
+      for (int64_t x = 0; x < a; ++x) d[x * ds[1]] = f;
+      if (o.mirror) {
+        const S* s = srow + (o.left + w - 1) * ssx + c * ssc;
+        for (int64_t x = a; x < b; ++x) d[x * ds[1]] = conv(c, s[-x * ssx]);
+      } else {
+        const S* s = srow + o.left * ssx + c * ssc;
+        for (int64_t x = a; x < b; ++x) d[x * ds[1]] = conv(c, s[x * ssx]);
       }
+      for (int64_t x = b; x < w; ++x) d[x * ds[1]] = f;
     }
   }
 }
@@ -98,17 +117,17 @@ Status cmn_typed(const ConstTensorView& src, const TensorView& dst, const int64_
   const int64_t C = src.shape[2];
   switch (dst.dtype) {
     case DType::kF32:
-      cmn_loop<S>(src, static_cast<float*>(dst.data), ds, h, w, o, Converter<S, F32Out>(o.norm, C));
+      cmn_loop<S>(src, static_cast<float*>(dst.data), ds, h, w, o, Converter<S, F32Out>(o.norm, C, o.fill));
       return Status::ok();
     case DType::kF16:
-      cmn_loop<S>(src, static_cast<uint16_t*>(dst.data), ds, h, w, o, Converter<S, F16Out>(o.norm, C));
+      cmn_loop<S>(src, static_cast<uint16_t*>(dst.data), ds, h, w, o, Converter<S, F16Out>(o.norm, C, o.fill));
       return Status::ok();
     case DType::kBF16:
-      cmn_loop<S>(src, static_cast<uint16_t*>(dst.data), ds, h, w, o, Converter<S, BF16Out>(o.norm, C));
+      cmn_loop<S>(src, static_cast<uint16_t*>(dst.data), ds, h, w, o, Converter<S, BF16Out>(o.norm, C, o.fill));
       return Status::ok();
     case DType::kU8:
       if constexpr (std::is_same_v<S, uint8_t>) {
-        cmn_loop<S>(src, static_cast<uint8_t*>(dst.data), ds, h, w, o, CopyU8{});
+        cmn_loop<S>(src, static_cast<uint8_t*>(dst.data), ds, h, w, o, CopyU8{detail::saturate_cast<uint8_t>(o.fill)});
         return Status::ok();
       }
       [[fallthrough]];
@@ -164,11 +183,6 @@ Status crop_mirror_normalize(const ConstTensorView& src, const TensorView& dst,
   if ((chw ? dst.shape[0] : dst.shape[2]) != C) {
     return Status::invalid_argument("crop_mirror_normalize: dst " + dst.shape.to_string() +
                                     " does not have the " + std::to_string(C) + " channels of src");
-  }
-  if (o.top < 0 || o.left < 0 || o.top + h > src.shape[0] || o.left + w > src.shape[1]) {
-    return Status::invalid_argument(
-        "crop_mirror_normalize: window (" + std::to_string(o.top) + ", " + std::to_string(o.left) +
-        ") " + std::to_string(h) + "x" + std::to_string(w) + " leaves the image " + src.shape.to_string());
   }
   HDL_RETURN_IF_ERROR(check_params(o.norm, C));
   const int64_t ds[3] = {chw ? dst.strides[1] : dst.strides[0], chw ? dst.strides[2] : dst.strides[1],

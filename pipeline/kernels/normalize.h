@@ -30,15 +30,17 @@ struct CropMirrorNormalizeOptions {
   int64_t top = 0;                ///< window origin in src; the window's size is dst's H, W
   int64_t left = 0;
   bool mirror = false;            ///< flip the window left-right
+  float fill = 0;                 ///< source value of window pixels outside the image
   Layout layout = Layout::kCHW;   ///< dst layout: kCHW ([C, H, W]) or kHWC ([H, W, C])
   NormalizeParams norm;           ///< ignored for uint8 output
 };
 
-/// Crops the window from `src` (HWC, uint8 or float32, any strides), mirrors it if asked,
+/// Crops the window from `src` (HWC, uint8 or float32, any strides; the window may leave the
+/// image, whose outside reads as `fill`, like torchvision F.crop's zero padding), mirrors it if asked,
 /// normalises and writes it as `dst`'s dtype: float32, float16 or bfloat16 (normalised), or
 /// uint8 (no normalisation: crop + mirror + layout only), into `dst` (any strides, e.g. a slot
-/// of a batch). Returns InvalidArgument if the window leaves the image, shapes or dtypes do not
-/// fit, or mean/std have neither 0, 1 nor C values.
+/// of a batch). Returns InvalidArgument if shapes or dtypes do not fit, or mean/std have
+/// neither 0, 1 nor C values.
 Status crop_mirror_normalize(const ConstTensorView& src, const TensorView& dst,
                              const CropMirrorNormalizeOptions& options);
 

@@ -132,6 +132,10 @@ void TempImageFolder::add_dangling(const std::string& cls, const std::string& na
   fs::create_symlink(root_ / "does-not-exist.jpg", root_ / cls / name);
 }
 
+void TempImageFolder::add_link(const std::string& cls, const std::string& name, const fs::path& target) {
+  fs::create_symlink(target, root_ / cls / name);
+}
+
 std::vector<std::string> TempImageFolder::class_names() const {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(root_)) out.push_back(e.path().filename().string());

@@ -25,6 +25,8 @@ class TempImageFolder {
   const std::filesystem::path& root() const { return root_; }
   /// Adds root/<cls>/<name> as a symlink to nowhere (an unreadable sample).
   void add_dangling(const std::string& cls, const std::string& name);
+  /// Adds root/<cls>/<name> as a symlink to `target`.
+  void add_link(const std::string& cls, const std::string& name, const std::filesystem::path& target);
   std::vector<std::string> class_names() const;
 
  private:

@@ -1,0 +1,351 @@
+#include "decoders/jpeg_decoder.h"
+
+// clang-format off: jpeglib.h needs <cstdio> first.
+#include <csetjmp>
+#include <cstdio>
+#include <jpeglib.h>
+#include <jerror.h>
+// clang-format on
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "decoders/detail/decode_plan.h"
+#include "decoders/detail/image_header.h"
+
+namespace hdl {
+namespace {
+
+using detail::DecodePlan;
+
+// libjpeg reports errors through callbacks. error_exit must not return, so it longjmps back to
+// the setjmp in the JpegDecoder method that called into libjpeg; warnings (corrupt or missing
+// data, which libjpeg papers over with grey) are recorded here and judged after the decode.
+// Nothing is ever printed and exit() is never called.
+struct ErrorState {
+  jpeg_error_mgr pub;  // first: libjpeg casts cinfo->err to it
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];  // the error that ended the call
+  int code = 0;                   // its libjpeg message code
+  char warning[JMSG_LENGTH_MAX];  // the first warning, or the first one that lost data
+  bool data_lost = false;
+  int warnings = 0;
+  int max_scans = 0;
+
+  void reset() {
+    message[0] = warning[0] = '\0';
+    code = 0;
+    data_lost = false;
+    warnings = 0;
+    pub.num_warnings = 0;
+  }
+};
+
+ErrorState* state(j_common_ptr cinfo) { return reinterpret_cast<ErrorState*>(cinfo->err); }
+
+// Warnings after which part of the image is grey or garbage rather than what was encoded.
+bool loses_data(int code) {
+  switch (code) {
+    case JWRN_HIT_MARKER: case JWRN_JPEG_EOF: case JWRN_HUFF_BAD_CODE: case JWRN_MUST_RESYNC:
+    case JWRN_NOT_SEQUENTIAL: case JWRN_BOGUS_PROGRESSION: case JWRN_ARITH_BAD_CODE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void on_error_exit(j_common_ptr cinfo) {
+  ErrorState* s = state(cinfo);
+  s->code = s->pub.msg_code;
+  (*s->pub.format_message)(cinfo, s->message);
+  longjmp(s->jump, 1);
+}
+
+void on_emit_message(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;  // trace messages
+  ErrorState* s = state(cinfo);
+  bool lost = loses_data(s->pub.msg_code);
+  if (s->warnings++ == 0 || (lost && !s->data_lost)) (*s->pub.format_message)(cinfo, s->warning);
+  s->data_lost |= lost;
+  ++s->pub.num_warnings;
+}
+
+void on_output_message(j_common_ptr) {}
+
+void on_progress(j_common_ptr cinfo) {
+  auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+  ErrorState* s = state(cinfo);
+  if (d->input_scan_number > s->max_scans) {
+    std::snprintf(s->message, sizeof(s->message), "more than %d progressive scans", s->max_scans);
+    s->code = JMSG_LASTMSGCODE;
+    longjmp(s->jump, 1);
+  }
+}
+
+bool is_unsupported(int code) {
+  switch (code) {
+    case JERR_BAD_PRECISION: case JERR_SOF_UNSUPPORTED: case JERR_NOT_COMPILED:
+    case JERR_ARITH_NOTIMPL: case JERR_CONVERSION_NOTIMPL: case JERR_NOTIMPL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char* color_space_name(J_COLOR_SPACE cs) {
+  switch (cs) {
+    case JCS_GRAYSCALE: return "gray";
+    case JCS_YCbCr: return "ycbcr";
+    case JCS_RGB: return "rgb";
+    case JCS_CMYK: return "cmyk";
+    case JCS_YCCK: return "ycck";
+    default: return "unknown";
+  }
+}
+
+// What libjpeg is asked to produce, and what is left to do per row.
+enum class Convert { kNone, kRgbToGray, kCmyk };
+struct OutputMode {
+  J_COLOR_SPACE space;
+  int components;  // of libjpeg's output
+  Convert convert;
+  ColorFormat color;  // requested
+};
+
+class JpegDecoder final : public ImageDecoder {
+ public:
+  explicit JpegDecoder(const JpegDecoderOptions& options) : options_(options) {
+    std::memset(&cinfo_, 0, sizeof(cinfo_));
+    cinfo_.err = jpeg_std_error(&err_.pub);
+    err_.pub.error_exit = on_error_exit;
+    err_.pub.emit_message = on_emit_message;
+    err_.pub.output_message = on_output_message;
+    err_.max_scans = options.max_scans;
+    err_.reset();
+    if (setjmp(err_.jump)) return;  // out of memory: created_ stays false
+    jpeg_create_decompress(&cinfo_);
+    progress_.progress_monitor = on_progress;
+    cinfo_.progress = &progress_;
+    created_ = true;
+  }
+  ~JpegDecoder() override {
+    if (created_) jpeg_destroy_decompress(&cinfo_);
+  }
+
+  const char* name() const override { return "libjpeg-turbo"; }
+
+  Result<ImageInfo> read_info(std::span<const uint8_t> data) override {
+    if (!read_header(data)) return error_status();
+    ImageInfo info = header_info(data, /*want_orientation=*/true);
+    jpeg_abort_decompress(&cinfo_);
+    return info;
+  }
+
+  Result<Shape> output_shape(const ImageInfo& info, const DecodeRequest& request) override {
+    HDL_ASSIGN_OR_RETURN(DecodePlan plan, detail::plan_decode(info, request, 8));
+    return plan.shape;
+  }
+
+  Result<DecodeReport> decode(std::span<const uint8_t> data, const DecodeRequest& request,
+                              const TensorView& out) override {
+    if (!read_header(data)) return error_status();
+    ImageInfo info = header_info(data, request.apply_orientation);
+    auto plan = detail::plan_decode(info, request, 8);
+    if (plan.is_ok()) {
+      Status s = detail::check_output(out, *plan);
+      if (!s.is_ok()) plan = s;
+    }
+    if (!plan.is_ok()) {
+      jpeg_abort_decompress(&cinfo_);
+      return plan.status();
+    }
+    if (!decode_rows(*plan, output_mode(request.color), out)) return error_status();
+    DecodeReport report;
+    report.scale_denom = plan->scale_denom;
+    if (err_.data_lost) {
+      if (!request.allow_partial) return Status::invalid_data(err_.warning);
+      report.partial = true;
+    }
+    if (err_.warnings > 0) report.warning = err_.warning;
+    return report;
+  }
+
+ private:
+  // Parses the header of `data`. False on a libjpeg error (err_ says which).
+  bool read_header(std::span<const uint8_t> data) {
+    err_.reset();
+    if (!created_) {
+      std::snprintf(err_.message, sizeof(err_.message), "out of memory creating the decompressor");
+      return false;
+    }
+    if (setjmp(err_.jump)) {
+      jpeg_abort_decompress(&cinfo_);
+      return false;
+    }
+    jpeg_abort_decompress(&cinfo_);
+    jpeg_mem_src(&cinfo_, data.data(), static_cast<unsigned long>(data.size()));
+    jpeg_read_header(&cinfo_, TRUE);
+    return true;
+  }
+
+  ImageInfo header_info(std::span<const uint8_t> data, bool want_orientation) const {
+    ImageInfo info;
+    info.format = "jpeg";
+    info.width = cinfo_.image_width;
+    info.height = cinfo_.image_height;
+    info.channels = cinfo_.num_components;
+    info.progressive = cinfo_.progressive_mode;
+    info.color_space = color_space_name(cinfo_.jpeg_color_space);
+    int h[4] = {1, 1, 1, 1}, v[4] = {1, 1, 1, 1};
+    for (int c = 0; c < std::min(cinfo_.num_components, 4); ++c) {
+      h[c] = cinfo_.comp_info[c].h_samp_factor;
+      v[c] = cinfo_.comp_info[c].v_samp_factor;
+    }
+    info.subsampling = detail::jpeg_subsampling_name(cinfo_.num_components, h, v);
+    if (want_orientation) info.orientation = detail::jpeg_exif_orientation(data);
+    return info;
+  }
+
+  OutputMode output_mode(ColorFormat color) const {
+    J_COLOR_SPACE in = cinfo_.jpeg_color_space;
+    if (in == JCS_CMYK || in == JCS_YCCK) return {JCS_CMYK, 4, Convert::kCmyk, color};
+    if (color == ColorFormat::kGray) {
+      if (in == JCS_GRAYSCALE || options_.gray_from_luma)
+        return {JCS_GRAYSCALE, 1, Convert::kNone, color};
+      return {JCS_EXT_RGB, 3, Convert::kRgbToGray, color};
+    }
+    return {color == ColorFormat::kBGR ? JCS_EXT_BGR : JCS_EXT_RGB, 3, Convert::kNone, color};
+  }
+
+  Status error_status() const {
+    if (is_unsupported(err_.code)) return Status::unsupported(err_.message);
+    if (err_.code == JERR_OUT_OF_MEMORY) return Status::resource_exhausted(err_.message);
+    return Status::invalid_data(err_.message);
+  }
+
+  // Runs the decompression for `plan` after read_header. False on a libjpeg error.
+  // Only trivially destructible locals below setjmp: a longjmp skips destructors.
+  bool decode_rows(const DecodePlan& plan, OutputMode mode, const TensorView& out) {
+    if (setjmp(err_.jump)) {
+      jpeg_abort_decompress(&cinfo_);
+      return false;
+    }
+    cinfo_.out_color_space = mode.space;
+    cinfo_.dct_method = options_.fast_idct ? JDCT_IFAST : JDCT_ISLOW;
+    cinfo_.do_fancy_upsampling = options_.fancy_upsampling ? TRUE : FALSE;
+    cinfo_.scale_num = 1;
+    cinfo_.scale_denom = static_cast<unsigned>(plan.scale_denom);
+    jpeg_start_decompress(&cinfo_);
+    const int64_t d = plan.scale_denom;
+    if (cinfo_.output_width != JDIMENSION((plan.width + d - 1) / d) ||
+        cinfo_.output_height != JDIMENSION((plan.height + d - 1) / d))
+      fail("libjpeg scaled to an unexpected size");
+    const Roi& win = plan.scaled;
+    JDIMENSION x0 = 0, cols = cinfo_.output_width;
+    if (win.w < int64_t(cols) && crop_is_exact()) crop_columns(win, &x0, &cols);
+    if (win.y > 0 && jpeg_skip_scanlines(&cinfo_, JDIMENSION(win.y)) != JDIMENSION(win.y))
+      fail("could not skip to the first row of the window");
+    bool direct = x0 == 0 && int64_t(cols) == win.w && plan.orientation == 1 &&
+                  mode.convert == Convert::kNone && out.strides[1] == plan.channels;
+    if (direct) {
+      read_rows_into(out, win);
+    } else {
+      read_rows_via_scratch(plan, mode, out, int64_t(win.x) - int64_t(x0), cols);
+    }
+    jpeg_abort_decompress(&cinfo_);  // skips the rest of the file: nothing more is needed
+    return true;
+  }
+
+  // libjpeg-turbo 2.1's jpeg_crop_scanline sizes each component's row as if it were upsampled by
+  // max_h / h, but under DCT scaling chroma may be IDCT-scaled up instead (4:1:0 at 1/2 ends up
+  // upsampled by 2, not 4), and the fancy upsampler then treats the middle of the row as its
+  // right edge. Crop only when every component is upsampled horizontally by the nominal ratio
+  // or not at all; otherwise decode whole rows (rows are still skipped).
+  bool crop_is_exact() const {
+    for (int c = 0; c < cinfo_.num_components; ++c) {
+      const jpeg_component_info& comp = cinfo_.comp_info[c];
+      bool nominal = comp.DCT_scaled_size == cinfo_.min_DCT_scaled_size;
+      bool full_size = comp.h_samp_factor * comp.DCT_scaled_size ==
+                       cinfo_.max_h_samp_factor * cinfo_.min_DCT_scaled_size;
+      if (!nominal && !full_size) return false;
+    }
+    return true;
+  }
+
+  // Decodes a wider span of columns than the window: libjpeg widens the left edge to an iMCU
+  // boundary, and the pixels next to either edge of a cropped decode differ from a full decode
+  // (fancy upsampling replicates the edge chroma sample; progressive block smoothing uses DC
+  // values up to two blocks away). A margin of two iMCUs on each side makes the window's pixels
+  // equal those of a full decode.
+  void crop_columns(const Roi& win, JDIMENSION* x0, JDIMENSION* cols) {
+    int64_t margin = 2 * int64_t(cinfo_.min_DCT_scaled_size) * cinfo_.max_h_samp_factor;
+    int64_t left = std::max<int64_t>(0, win.x - margin);
+    int64_t right = std::min<int64_t>(cinfo_.output_width, win.x + win.w + margin);
+    if (left == 0 && right == int64_t(cinfo_.output_width)) return;
+    *x0 = JDIMENSION(left);
+    *cols = JDIMENSION(right - left);
+    jpeg_crop_scanline(&cinfo_, x0, cols);
+  }
+
+  // Fast path: libjpeg writes straight into the caller's rows.
+  void read_rows_into(const TensorView& out, const Roi& win) {
+    auto* base = static_cast<uint8_t*>(out.data);
+    JSAMPROW rows[16];
+    for (int64_t r = 0; r < win.h;) {
+      int n = int(std::min<int64_t>(16, win.h - r));
+      for (int i = 0; i < n; ++i) rows[i] = base + (r + i) * out.strides[0];
+      JDIMENSION got = jpeg_read_scanlines(&cinfo_, rows, JDIMENSION(n));
+      if (got == 0) fail("libjpeg returned no rows");
+      r += got;
+    }
+  }
+
+  // General path: one row at a time into scratch_, then the window's columns are converted and
+  // written (oriented) into `out`.
+  void read_rows_via_scratch(const DecodePlan& plan, OutputMode mode, const TensorView& out,
+                             int64_t skip_cols, JDIMENSION cols) {
+    const int64_t w = plan.scaled.w;
+    size_t raw_bytes = size_t(cols) * mode.components;
+    size_t need = raw_bytes + size_t(w) * plan.channels;
+    if (scratch_.size() < need) scratch_.resize(need);  // grows only: no steady-state allocation
+    uint8_t* raw = scratch_.data();
+    uint8_t* converted = raw + raw_bytes;
+    for (int64_t r = 0; r < plan.scaled.h; ++r) {
+      JSAMPROW row = raw;
+      if (jpeg_read_scanlines(&cinfo_, &row, 1) != 1) fail("libjpeg returned no rows");
+      const uint8_t* px = raw + skip_cols * mode.components;
+      if (mode.convert == Convert::kCmyk) {
+        detail::cmyk_to_color(px, converted, w, mode.color);
+        px = converted;
+      } else if (mode.convert == Convert::kRgbToGray) {
+        detail::rgb_to_gray(px, 3, converted, w);
+        px = converted;
+      }
+      detail::write_window_row(px, r, plan, out);
+    }
+  }
+
+  [[noreturn]] void fail(const char* what) {
+    std::snprintf(err_.message, sizeof(err_.message), "%s", what);
+    err_.code = JMSG_LASTMSGCODE;
+    longjmp(err_.jump, 1);
+  }
+
+  JpegDecoderOptions options_;
+  jpeg_decompress_struct cinfo_;
+  ErrorState err_;
+  jpeg_progress_mgr progress_{};
+  bool created_ = false;
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<ImageDecoder> make_jpeg_decoder(const JpegDecoderOptions& options) {
+  return std::make_unique<JpegDecoder>(options);
+}
+
+bool probe_jpeg(std::span<const uint8_t> data) { return detail::is_jpeg(data); }
+
+}  // namespace hdl

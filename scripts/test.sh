@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# README command 2: installs what is needed, builds, and runs the whole test suite:
+#   1. the GoogleTest suite (CTest) on a Release build;
+#   2. the same suite under AddressSanitizer (decoders on every corpus file, early-stop races).
+# Tests use the real-media corpus from ../shared/corpus/make_corpus.sh, built once into
+# build/corpus and reused (HDL_CORPUS_DIR overrides). Without ../shared, corpus tests are
+# skipped with a visible reason. SKIP_ASAN=1 skips step 2.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+bash scripts/install_deps.sh
+
+export HDL_CORPUS_DIR=${HDL_CORPUS_DIR:-$ROOT/build/corpus}
+CORPUS_SCRIPT=${CORPUS_SCRIPT:-$ROOT/../shared/corpus/make_corpus.sh}
+if [ -d "$HDL_CORPUS_DIR/imagenet/train" ] && [ -f "$HDL_CORPUS_DIR/SHA256SUMS" ]; then
+  echo "test.sh: corpus at $HDL_CORPUS_DIR (cached)" >&2
+elif [ -x "$CORPUS_SCRIPT" ] || [ -f "$CORPUS_SCRIPT" ]; then
+  echo "test.sh: building the corpus into $HDL_CORPUS_DIR (about 2 minutes)" >&2
+  bash "$CORPUS_SCRIPT" "$HDL_CORPUS_DIR" >"$ROOT/build-corpus.log" 2>&1 || {
+    tail -20 "$ROOT/build-corpus.log" >&2; exit 1; }
+else
+  echo "test.sh: no corpus and no $CORPUS_SCRIPT: corpus tests will be skipped" >&2
+fi
+
+echo "== Release build and tests" >&2
+BUILD_DIR=build bash scripts/build.sh -DHDL_BUILD_TESTS=ON -DHDL_BUILD_SAMPLES=ON
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
+
+if [ "${SKIP_ASAN:-0}" != 1 ]; then
+  echo "== AddressSanitizer build and tests" >&2
+  BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo bash scripts/build.sh -DHDL_SANITIZE=address \
+    -DHDL_BUILD_TESTS=ON -DHDL_BUILD_PYTHON=OFF -DHDL_BUILD_SAMPLES=OFF
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 1800
+fi
