@@ -10,7 +10,7 @@ install(TARGETS hdl EXPORT HabanaDataLoaderTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 foreach(dir media decoders pipeline)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hdl/${dir}
-          FILES_MATCHING PATTERN "*.h" PATTERN "detail" EXCLUDE)
+          FILES_MATCHING PATTERN "*.h" PATTERN "detail" EXCLUDE PATTERN "operators" EXCLUDE)
 endforeach()
 install(EXPORT HabanaDataLoaderTargets NAMESPACE HabanaDataLoader::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/HabanaDataLoader)

@@ -1,0 +1,13 @@
+// Writes docs/operators.md from the operator schemas (the single source of truth).
+//   gen_operators > docs/operators.md
+// tests: `docs_operators_up_to_date` fails when the checked-in file differs.
+#include <cstdio>
+
+#include "pipeline/registry.h"
+
+int main() {
+  std::printf("# Operator reference\n\nGenerated from the operator schemas by `docs/gen_operators.cc`; "
+              "do not edit by hand (`build/docs/gen_operators > docs/operators.md`).\n\n");
+  for (const hdl::OpSchema* s : hdl::OpRegistry::builtin().all()) std::printf("%s\n", s->reference_doc().c_str());
+  return 0;
+}

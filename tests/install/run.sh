@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# install_and_find_package: cmake --install into a temporary prefix, build tests/install as a
+# separate project with find_package(HabanaDataLoader), run it over a corpus folder.
+set -euo pipefail
+BUILD=$1 SRC=$2 CORPUS=$3
+WORK=$(mktemp -d "$BUILD/tmp/install.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cmake --install "$BUILD" --prefix "$WORK/prefix" >/dev/null
+test -f "$WORK/prefix/include/hdl/pipeline/pipeline.h"
+test ! -e "$WORK/prefix/include/hdl/pipeline/detail"
+cmake -S "$SRC/tests/install" -B "$WORK/build" -G Ninja -DCMAKE_PREFIX_PATH="$WORK/prefix" >/dev/null
+cmake --build "$WORK/build" >/dev/null
+if [ -d "$CORPUS/imagenet/train" ]; then
+  LD_LIBRARY_PATH="$WORK/prefix/lib:${LD_LIBRARY_PATH:-}" "$WORK/build/consumer" "$CORPUS/imagenet/train" | tee "$WORK/out"
+  grep -q "consumer: \[4, 32, 32, 3\]" "$WORK/out"
+fi
+echo "install_and_find_package: ok"
