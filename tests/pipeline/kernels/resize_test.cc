@@ -91,8 +91,8 @@ TEST(ResizeTest, WindowOfStridedInputMatchesResizedCrop) {
   }
 }
 
-// Non-dense input (RGB inside RGBA pixels) and output (a slot in a wider buffer) give the same
-// bytes as the dense fast paths, for every filter.
+// Non-dense input (RGB inside RGBA pixels) and output (a slot in a wider buffer) agree with the
+// dense fast paths for every filter (within 1: the 3-channel fast path sums taps in two chains).
 TEST(ResizeTest, StridedViewsMatchDenseViews) {
   HDL_REQUIRE_REFERENCES();
   const ConstTensorView src = references().source("odd");
@@ -112,7 +112,7 @@ TEST(ResizeTest, StridedViewsMatchDenseViews) {
     TensorView slot = wide.view().crop_hw(5, 7, 61, 250);
     slot.strides[2] = 1;
     ASSERT_TRUE(resize(rgb, slot, opt, ws).is_ok());
-    EXPECT_EQ(::hdl::testing::diff(slot, dense.view()).max_abs, 0) << static_cast<int>(f);
+    EXPECT_LE(::hdl::testing::diff(slot, dense.view()).max_abs, 1) << static_cast<int>(f);
   }
 }
 
