@@ -54,7 +54,11 @@ Result<T> DecoderSet::first_supported(std::span<const uint8_t> data, Attempt&& a
     recognised = true;
     Result<T> r = attempt(decoder(i));
     if (r.is_ok()) return r;
-    if (r.status().code() != StatusCode::kUnsupported) return r.status().with_context(entries[i].name);
+    if (r.status().code() != StatusCode::kUnsupported) {
+      Status s = r.status().with_context(entries[i].name);
+      if (reasons.empty()) return s;  // the common case: no allocation beyond the message
+      return Status(s.code(), s.message() + " (after " + reasons + ")");
+    }
     add_reason(&reasons, entries[i].name, r.status());
   }
   if (!recognised) return unknown_format(data);

@@ -16,6 +16,8 @@
 // Errors carry the decoder's name: "libjpeg-turbo: Premature end of JPEG file"; when every
 // candidate is unsupported, all their reasons joined by "; ". Unrecognised bytes give
 // kUnsupported "unknown image format (first bytes 00 00 00 0c)"; empty input kInvalidData.
+// A fallback's error names what came before: "ffmpeg: mjpeg decoder: Invalid data found when
+// processing input (after libjpeg-turbo: Unsupported color conversion request)".
 //
 // Thread safety: not thread-safe; use one DecoderSet per thread. Decoders are created lazily,
 // one instance per decoder name, and reused for every later image (no allocation per image).

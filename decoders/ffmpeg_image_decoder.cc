@@ -190,6 +190,7 @@ class FfmpegImageDecoder final : public ImageDecoder {
     if (!packet_->buf) return Status::resource_exhausted("out of memory");
     packet_->data = input_->data;
     packet_->size = int(data.size());
+    packet_->flags = AV_PKT_FLAG_KEY;  // else the PNG decoder adds the previous image (APNG P-frame)
     int err = avcodec_send_packet(ctx, packet_);
     if (err >= 0) {
       err = avcodec_receive_frame(ctx, frame_);

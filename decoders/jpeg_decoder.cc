@@ -244,8 +244,10 @@ class JpegDecoder final : public ImageDecoder {
     const Roi& win = plan.scaled;
     JDIMENSION x0 = 0, cols = cinfo_.output_width;
     if (win.w < int64_t(cols) && crop_is_exact()) crop_columns(win, &x0, &cols);
-    if (win.y > 0 && jpeg_skip_scanlines(&cinfo_, JDIMENSION(win.y)) != JDIMENSION(win.y))
-      fail("could not skip to the first row of the window");
+    size_t raw_bytes = size_t(cols) * mode.components;
+    size_t need = raw_bytes + size_t(win.w) * plan.channels;
+    if (scratch_.size() < need) scratch_.resize(need);  // grows only: no steady-state allocation
+    skip_rows(JDIMENSION(win.y));
     bool direct = x0 == 0 && int64_t(cols) == win.w && plan.orientation == 1 &&
                   mode.convert == Convert::kNone && out.strides[1] == plan.channels;
     if (direct) {
@@ -288,6 +290,20 @@ class JpegDecoder final : public ImageDecoder {
     jpeg_crop_scanline(&cinfo_, x0, cols);
   }
 
+  // Skips to row `y`: jpeg_skip_scanlines to the start of y's iMCU row, then reads and drops
+  // the rest. libjpeg-turbo 2.1 mis-decodes the rows after skipping into the middle of a row
+  // group with merged upsampling (fancy_upsampling = false) on multi-scan files; whole iMCU
+  // rows are safe, and the rows decoded in vain are fewer than one iMCU row.
+  void skip_rows(JDIMENSION y) {
+    JDIMENSION group = JDIMENSION(cinfo_.max_v_samp_factor * cinfo_.min_DCT_scaled_size);
+    JDIMENSION aligned = y / group * group;
+    if (aligned > 0 && jpeg_skip_scanlines(&cinfo_, aligned) != aligned)
+      fail("could not skip to the first row of the window");
+    JSAMPROW row = scratch_.data();
+    while (cinfo_.output_scanline < y)
+      if (jpeg_read_scanlines(&cinfo_, &row, 1) != 1) fail("libjpeg returned no rows");
+  }
+
   // Fast path: libjpeg writes straight into the caller's rows.
   void read_rows_into(const TensorView& out, const Roi& win) {
     auto* base = static_cast<uint8_t*>(out.data);
@@ -307,8 +323,6 @@ class JpegDecoder final : public ImageDecoder {
                              int64_t skip_cols, JDIMENSION cols) {
     const int64_t w = plan.scaled.w;
     size_t raw_bytes = size_t(cols) * mode.components;
-    size_t need = raw_bytes + size_t(w) * plan.channels;
-    if (scratch_.size() < need) scratch_.resize(need);  // grows only: no steady-state allocation
     uint8_t* raw = scratch_.data();
     uint8_t* converted = raw + raw_bytes;
     for (int64_t r = 0; r < plan.scaled.h; ++r) {

@@ -250,6 +250,43 @@ TEST(JpegDecoder, OrientationMatchesExifTranspose) {
   for (int o = 1; o <= 8; ++o) EXPECT_TRUE(seen.count(o)) << "orientation " << o << " not covered";
 }
 
+// The speed options give up Pillow-exactness (mean error up to ~5 levels on small, detailed
+// files), not ROI consistency: with merged upsampling and the fast IDCT, skipping and cropping
+// still equal the full decode's window.
+TEST(JpegDecoder, FastOptionsKeepRoiConsistent) {
+  HDL_REQUIRE_CORPUS();
+  JpegDecoderOptions fast;
+  fast.fast_idct = true;
+  fast.fancy_upsampling = false;
+  fast.gray_from_luma = true;
+  auto dec = make_jpeg_decoder(fast);
+  PillowRefs refs;
+  std::vector<ManifestRow> files = roi_jpegs();
+  std::vector<fs::path> paths;
+  for (auto& r : files) paths.push_back(refs.add("rgb", corpus_tests_dir() / r.file));
+  refs.run();
+  for (size_t i = 0; i < files.size(); ++i) {
+    SCOPED_TRACE(files[i].file);
+    auto bytes = read_file(corpus_tests_dir() / files[i].file);
+    std::string err;
+    auto ref = PillowRefs::load(paths[i], &err);
+    ASSERT_TRUE(ref) << err;
+    for (ColorFormat color : {ColorFormat::kRGB, ColorFormat::kGray}) {
+      auto full = decode_with(*dec, bytes, request_for(color));
+      ASSERT_TRUE(full.is_ok()) << full.status().to_string();
+      if (color == ColorFormat::kRGB) EXPECT_LT(diff(*full, *ref).mean, 6.0);  // measured: up to ~4.8 on 48x48 files
+      for (const Roi& roi : windows(full->w, full->h, uint32_t(i))) {
+        DecodeRequest req = request_for(color);
+        req.roi = roi;
+        auto win = decode_with(*dec, bytes, req);
+        ASSERT_TRUE(win.is_ok()) << win.status().to_string();
+        ASSERT_EQ(diff(*win, full->crop(roi.x, roi.y, roi.w, roi.h)).max, 0)
+            << "roi " << roi.x << "," << roi.y << " " << roi.w << "x" << roi.h;
+      }
+    }
+  }
+}
+
 TEST(JpegDecoder, TruncatedFileIsPartialOrError) {
   HDL_REQUIRE_CORPUS();
   auto dec = make_jpeg_decoder();
