@@ -30,35 +30,8 @@ View crop_view(const View& v, int64_t y0, int64_t x0, int64_t h, int64_t w) {
 }
 }  // namespace
 
-TensorView::TensorView(void* d, Shape s, DType t, Layout l, Device dev) {
-  data = d;
-  shape = s;
-  strides = contiguous_strides(s);
-  dtype = t;
-  layout = l;
-  device = dev;
-}
-
 TensorView TensorView::crop_hw(int64_t y0, int64_t x0, int64_t h, int64_t w) const {
   return crop_view(*this, y0, x0, h, w);
-}
-
-ConstTensorView::ConstTensorView(const TensorView& v) {
-  data = v.data;
-  shape = v.shape;
-  strides = v.strides;
-  dtype = v.dtype;
-  layout = v.layout;
-  device = v.device;
-}
-
-ConstTensorView::ConstTensorView(const void* d, Shape s, DType t, Layout l, Device dev) {
-  data = d;
-  shape = s;
-  strides = contiguous_strides(s);
-  dtype = t;
-  layout = l;
-  device = dev;
 }
 
 ConstTensorView ConstTensorView::crop_hw(int64_t y0, int64_t x0, int64_t h, int64_t w) const {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "media/device.h"
 #include "media/dtype.h"
@@ -35,6 +36,10 @@ struct ViewBase {
   int64_t num_elements() const { return shape.num_elements(); }
   size_t num_bytes() const { return static_cast<size_t>(num_elements()) * dtype_size(dtype); }
   bool is_contiguous() const { return strides == contiguous_strides(shape); }
+  /// Points the view at a contiguous tensor of `s` at `d`.
+  void assign(Ptr d, const Shape& s, DType t, Layout l, Device dev) {
+    data = d, shape = s, strides = contiguous_strides(s), dtype = t, layout = l, device = dev;
+  }
   /// Typed pointer to the first element. Precondition: dtype_of<T>() == dtype (checked in debug).
   template <typename T>
   auto typed() const {
@@ -49,7 +54,9 @@ struct TensorView : detail::ViewBase<void*> {
   TensorView() = default;
   /// A contiguous view of `shape` at `data`.
   TensorView(void* data, Shape shape, DType dtype, Layout layout = Layout::kNone,
-             Device device = Device::cpu());
+             Device device = Device::cpu()) {
+    assign(data, shape, dtype, layout, device);
+  }
   /// The window [y0, y0+h) x [x0, x0+w) of an HWC view (same strides, no copy).
   TensorView crop_hw(int64_t y0, int64_t x0, int64_t h, int64_t w) const;
 };
@@ -57,9 +64,12 @@ struct TensorView : detail::ViewBase<void*> {
 /// A non-owning, read-only window on elements somewhere else.
 struct ConstTensorView : detail::ViewBase<const void*> {
   ConstTensorView() = default;
-  ConstTensorView(const TensorView& v);  // NOLINT: a writable view is readable
+  ConstTensorView(const TensorView& v)  // NOLINT: a writable view is readable
+      : detail::ViewBase<const void*>{v.data, v.shape, v.strides, v.dtype, v.layout, v.device} {}
   ConstTensorView(const void* data, Shape shape, DType dtype, Layout layout = Layout::kNone,
-                  Device device = Device::cpu());
+                  Device device = Device::cpu()) {
+    assign(data, shape, dtype, layout, device);
+  }
   ConstTensorView crop_hw(int64_t y0, int64_t x0, int64_t h, int64_t w) const;
 };
 
