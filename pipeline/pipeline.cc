@@ -51,6 +51,9 @@ std::optional<PipelineOutput> Pipeline::next() { return impl_->next(); }
 int64_t Pipeline::epoch() const { return impl_->epoch(); }
 int64_t Pipeline::batches_per_epoch() const { return impl_->batches_per_epoch(); }
 void Pipeline::reset(int64_t epoch) { impl_->reset(epoch); }
+void Pipeline::set_epoch_order(int64_t epoch, std::vector<int64_t> order) {
+  impl_->set_epoch_order(epoch, std::move(order));
+}
 PipelineState Pipeline::state() const { return impl_->state(); }
 void Pipeline::load_state(const PipelineState& s) { impl_->load_state(s); }
 PipelineStats Pipeline::stats() const { return impl_->stats(); }

@@ -64,6 +64,7 @@ struct PipelineOutput {
 };
 
 /// A pipeline's position, for resuming a job mid-epoch. Text form is stable across versions.
+/// With set_epoch_order, the caller restores its own order for the epoch after load_state.
 struct PipelineState {
   int64_t epoch = 0;
   int64_t batches_consumed = 0;  ///< batches of `epoch` already handed out
@@ -119,6 +120,16 @@ class Pipeline {
   int64_t batches_per_epoch() const;
   /// Drops work in flight and starts `epoch` from its first batch.
   void reset(int64_t epoch);
+
+  /// Makes `epoch` walk `order` (dataset indices, e.g. from a torch sampler, already sharded)
+  /// instead of the reader's own shuffle and sharding; the reader's last_batch policy still
+  /// applies. Once any order is given, the pipeline never prefetches into an epoch whose order
+  /// has not been given, and next() on such an epoch throws PipelineStateError. Call before the
+  /// epoch's first next() (or after load_state); giving an order for the epoch in progress
+  /// keeps the position (batches already handed out stay handed out) and follows the new order
+  /// from there.
+  /// Throws ConfigError for indices outside the dataset.
+  void set_epoch_order(int64_t epoch, std::vector<int64_t> order);
 
   PipelineState state() const;
   /// Continues from `state` (made by a pipeline with the same spec, dataset, batch size and

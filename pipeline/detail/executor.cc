@@ -303,8 +303,36 @@ Executor::~Executor() {
   core_->cv.wait(lock, [&] { return core_->outstanding == 0; });
 }
 
+bool Executor::has_plan(int64_t epoch) const {
+  std::lock_guard lock(plans_mu_);
+  return !external_order_ || given_.count(epoch);
+}
+
+void Executor::set_epoch_order(int64_t epoch, std::vector<int64_t> order) {
+  const SourceOperator& src = core_->graph.source_op();
+  auto plan = std::make_shared<const EpochPlan>(std::move(order), src.dataset().size(), core_->options.batch_size,
+                                                src.sharding().last_batch, epoch);
+  {
+    std::lock_guard lock(plans_mu_);
+    external_order_ = true;
+    given_[epoch] = std::move(plan);
+    while (given_.size() > 4) given_.erase(given_.begin());  // keep recent epochs only
+  }
+  // Work in flight for this epoch followed another order: drop it and go on from where the
+  // consumer is (a resumed position is kept).
+  bool stale = false;
+  for (const auto& job : in_flight_) stale |= job->epoch == epoch;
+  if (stale) reset(epoch_, next_batch_);
+}
+
 std::shared_ptr<const EpochPlan> Executor::plan_for(int64_t epoch) const {
   std::lock_guard lock(plans_mu_);
+  if (external_order_) {
+    auto it = given_.find(epoch);
+    if (it == given_.end())
+      throw PipelineStateError("epoch " + std::to_string(epoch) + " has no order: call set_epoch_order first");
+    return it->second;
+  }
   for (const auto& p : plans_)
     if (p && p->epoch() == epoch) return p;
   const SourceOperator& src = core_->graph.source_op();
@@ -349,6 +377,7 @@ void Executor::schedule(int64_t epoch, int64_t batch) {
 
 void Executor::fill_pipeline() {
   while (static_cast<int>(in_flight_.size()) < core_->options.prefetch_depth && sched_epoch_ <= epoch_ + 1) {
+    if (!has_plan(sched_epoch_)) break;  // external order not given yet: nothing to prefetch
     if (sched_batch_ >= plan_for(sched_epoch_)->num_batches()) {
       ++sched_epoch_;
       sched_batch_ = 0;
@@ -426,7 +455,7 @@ void Executor::load_state(const PipelineState& s) {
   if (s.fingerprint != fingerprint_)
     throw PipelineStateError("this state was saved by a different pipeline (graph, dataset, batch "
                              "size or seed differ)");
-  if (s.batches_consumed > plan_for(s.epoch)->num_batches())
+  if (has_plan(s.epoch) && s.batches_consumed > plan_for(s.epoch)->num_batches())
     throw PipelineStateError("state's batch " + std::to_string(s.batches_consumed) +
                              " is past the end of epoch " + std::to_string(s.epoch));
   reset(s.epoch, s.batches_consumed);

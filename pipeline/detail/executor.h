@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -74,6 +75,7 @@ class Executor {
   int64_t epoch() const { return epoch_; }
   int64_t batches_per_epoch() const { return plan_for(epoch_)->num_batches(); }
   void reset(int64_t epoch, int64_t batch = 0);
+  void set_epoch_order(int64_t epoch, std::vector<int64_t> order);
   PipelineState state() const;
   void load_state(const PipelineState& state);
   PipelineStats stats() const;
@@ -86,6 +88,7 @@ class Executor {
 
  private:
   std::shared_ptr<const EpochPlan> plan_for(int64_t epoch) const;
+  bool has_plan(int64_t epoch) const;  // false only for an external-order epoch not yet given
   void fill_pipeline();
   void schedule(int64_t epoch, int64_t batch);
   void cancel_in_flight();
@@ -102,6 +105,8 @@ class Executor {
   std::deque<std::shared_ptr<Job>> in_flight_;  // in hand-out order
   mutable std::mutex plans_mu_;
   mutable std::deque<std::shared_ptr<const EpochPlan>> plans_;  // small cache, by epoch
+  bool external_order_ = false;                              // set_epoch_order was used
+  std::map<int64_t, std::shared_ptr<const EpochPlan>> given_;  // external orders, by epoch
 };
 
 }  // namespace hdl::detail

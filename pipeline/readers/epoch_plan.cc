@@ -61,9 +61,23 @@ EpochPlan::EpochPlan(int64_t n, int64_t batch_size, const SourceOperator::Shardi
   int64_t total = n;
   if (s.pad_shards && n > 0) total = (n + s.num_shards - 1) / s.num_shards * s.num_shards;
   for (int64_t i = s.shard_id; i < total; i += s.num_shards) order_.push_back(all[i % n]);
+  count_batches();
+}
 
+EpochPlan::EpochPlan(std::vector<int64_t> order, int64_t dataset_size, int64_t batch_size,
+                     const std::string& last_batch, int64_t epoch)
+    : order_(std::move(order)), batch_size_(batch_size), epoch_(epoch), last_batch_(parse_last_batch(last_batch)) {
+  if (batch_size <= 0) throw ConfigError("batch_size must be >= 1");
+  for (size_t i = 0; i < order_.size(); ++i)
+    if (order_[i] < 0 || order_[i] >= dataset_size)
+      throw ConfigError("epoch order: index " + std::to_string(order_[i]) + " at position " + std::to_string(i) +
+                        " is outside the dataset (" + std::to_string(dataset_size) + " samples)");
+  count_batches();
+}
+
+void EpochPlan::count_batches() {
   const int64_t m = shard_size();
-  num_batches_ = last_batch_ == LastBatch::kDrop ? m / batch_size : (m + batch_size - 1) / batch_size;
+  num_batches_ = last_batch_ == LastBatch::kDrop ? m / batch_size_ : (m + batch_size_ - 1) / batch_size_;
 }
 
 int64_t EpochPlan::batch_length(int64_t b) const {

@@ -31,6 +31,11 @@ class EpochPlan {
  public:
   EpochPlan(int64_t dataset_size, int64_t batch_size, const SourceOperator::Sharding& sharding,
             uint64_t seed, int64_t epoch);
+  /// An epoch that walks `order` (dataset indices chosen by the caller, e.g. a torch sampler;
+  /// already sharded), with the sharding's last-batch policy. Throws ConfigError for an index
+  /// outside [0, dataset_size).
+  EpochPlan(std::vector<int64_t> order, int64_t dataset_size, int64_t batch_size,
+            const std::string& last_batch, int64_t epoch);
 
   /// Samples of this shard this epoch, before the last-batch policy.
   int64_t shard_size() const { return static_cast<int64_t>(order_.size()); }
@@ -47,6 +52,8 @@ class EpochPlan {
   bool is_padding(int64_t position) const { return position >= shard_size(); }
 
  private:
+  void count_batches();
+
   std::vector<int64_t> order_;  // this shard's dataset indices, in epoch order
   int64_t batch_size_;
   int64_t epoch_;

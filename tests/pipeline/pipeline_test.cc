@@ -317,3 +317,53 @@ TEST_F(PipelineTest, BadOptionsAreConfigErrors) {
 
 }  // namespace
 }  // namespace hdl
+
+namespace hdl {
+namespace {
+
+TEST_F(PipelineTest, ExternalEpochOrderIsFollowedAndNeverPrefetchedAhead) {
+  TempImageFolder folder(2, 10);
+  PipelineSpec spec;
+  auto files = spec.add("file_reader", {}, {{"file_root", folder.root().string()}, {"last_batch", "drop"}});
+  spec.set_outputs({files[1]});
+  Pipeline pipe(spec, {.batch_size = 3, .num_threads = 2, .prefetch_depth = 4});
+  const std::vector<int64_t> order0 = {19, 0, 7, 7, 3, 12, 5};  // a sampler may repeat indices
+  pipe.set_epoch_order(0, order0);
+  std::vector<int64_t> seen;
+  for (const auto& out : pipe.epoch_batches()) seen.insert(seen.end(), out.dataset_indices.begin(), out.dataset_indices.end());
+  EXPECT_EQ(seen, (std::vector<int64_t>{19, 0, 7, 7, 3, 12}));  // drop: 7 samples -> 2 batches
+  EXPECT_THROW(pipe.next(), PipelineStateError);                // epoch 1 has no order yet
+  pipe.set_epoch_order(1, {4, 5, 6});
+  auto out = pipe.next();
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->epoch, 1);
+  EXPECT_EQ(out->dataset_indices, (std::vector<int64_t>{4, 5, 6}));
+  EXPECT_THROW(pipe.set_epoch_order(2, {20}), ConfigError);  // outside the dataset
+}
+
+TEST_F(PipelineTest, ExternalOrderResumesMidEpoch) {
+  TempImageFolder folder(2, 10);
+  PipelineSpec spec;
+  auto files = spec.add("file_reader", {}, {{"file_root", folder.root().string()}});
+  spec.set_outputs({files[1]});
+  std::vector<int64_t> order(20);
+  for (int i = 0; i < 20; ++i) order[i] = (i * 7) % 20;
+  Pipeline a(spec, {.batch_size = 4, .num_threads = 2});
+  a.set_epoch_order(0, order);
+  ASSERT_TRUE(a.next());
+  ASSERT_TRUE(a.next());
+  const PipelineState state = a.state();
+  std::vector<int64_t> rest;
+  while (auto o = a.next()) rest.insert(rest.end(), o->dataset_indices.begin(), o->dataset_indices.end());
+
+  Pipeline b(spec, {.batch_size = 4, .num_threads = 1});
+  b.load_state(state);
+  b.set_epoch_order(0, order);
+  std::vector<int64_t> resumed;
+  while (auto o = b.next()) resumed.insert(resumed.end(), o->dataset_indices.begin(), o->dataset_indices.end());
+  EXPECT_EQ(resumed, rest);
+  EXPECT_EQ(resumed.size(), 12u);
+}
+
+}  // namespace
+}  // namespace hdl
