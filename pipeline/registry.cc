@@ -11,8 +11,28 @@ const OpRegistry& OpRegistry::builtin() {
     r.add(file_reader_schema());
     // Decoders.
     r.add(image_decoder_schema());
-    // Image operators.
+    // Image geometry.
     r.add(resize_schema());
+    r.add(crop_schema());
+    r.add(random_resized_crop_schema());
+    r.add(pad_schema());
+    r.add(flip_schema());
+    r.add(random_flip_schema());
+    r.add(transpose_schema());
+    // Normalisation and types.
+    r.add(crop_mirror_normalize_schema());
+    r.add(normalize_schema());
+    r.add(cast_schema());
+    // Colour.
+    r.add(color_space_conversion_schema());
+    r.add(grayscale_schema());
+    r.add(brightness_schema());
+    r.add(contrast_schema());
+    r.add(saturation_schema());
+    r.add(hue_schema());
+    r.add(color_jitter_schema());
+    // Filters.
+    r.add(gaussian_blur_schema());
     // Random number generators.
     r.add(coin_flip_schema());
     r.add(random_uniform_schema());

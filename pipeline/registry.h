@@ -38,5 +38,26 @@ OpSchema resize_schema();
 OpSchema coin_flip_schema();
 OpSchema random_uniform_schema();
 OpSchema random_normal_schema();
+// Geometry (operators/crop_ops.cc, flip_ops.cc).
+OpSchema crop_schema();
+OpSchema random_resized_crop_schema();
+OpSchema pad_schema();
+OpSchema flip_schema();
+OpSchema random_flip_schema();
+OpSchema transpose_schema();
+// Normalisation and types (operators/normalize_ops.cc).
+OpSchema crop_mirror_normalize_schema();
+OpSchema normalize_schema();
+OpSchema cast_schema();
+// Colour (operators/color_ops.cc, color_jitter.cc).
+OpSchema color_space_conversion_schema();
+OpSchema grayscale_schema();
+OpSchema brightness_schema();
+OpSchema contrast_schema();
+OpSchema saturation_schema();
+OpSchema hue_schema();
+OpSchema color_jitter_schema();
+// Filters (operators/blur_op.cc).
+OpSchema gaussian_blur_schema();
 
 }  // namespace hdl

@@ -80,4 +80,41 @@ struct SizeHW {
 SizeHW resize_output_size(SizeHW in, std::span<const int64_t> size,
                           std::optional<int64_t> max_size = std::nullopt);
 
+/// A pixel position: row y, column x.
+struct PointYX {
+  int64_t y = 0;
+  int64_t x = 0;
+  friend bool operator==(const PointYX&, const PointYX&) = default;
+};
+
+/// Rows [y0, y1) and columns [x0, x1) of an image.
+struct PixelSpan {
+  int64_t y0 = 0, y1 = 0, x0 = 0, x1 = 0;
+  int64_t h() const { return y1 - y0; }
+  int64_t w() const { return x1 - x0; }
+  friend bool operator==(const PixelSpan&, const PixelSpan&) = default;
+};
+
+/// The source pixels that resize_window() reads to produce the window of `dst_size` at
+/// `dst_origin` of a `full_in` -> `full_out` resize: the union of each output pixel's taps
+/// [start, start + taps) per axis (so the span lies inside full_in; it may include taps of
+/// weight 0). An axis whose size does not change maps pixel i to pixel i.
+/// Returns InvalidArgument when a size is not positive or the window leaves full_out.
+/// `workspace` (optional) provides the weight-table scratch, so steady state allocates nothing.
+Result<PixelSpan> resize_source_span(SizeHW full_in, SizeHW full_out, PointYX dst_origin,
+                                     SizeHW dst_size, const ResizeOptions& options,
+                                     ResizeWorkspace* workspace = nullptr);
+
+/// The window of `dst`'s size at `dst_origin` of the resize of a (virtual) `full_in` image to
+/// `full_out`, computed from `src`, which holds only the window of full_in at `src_origin`.
+/// Uses exactly the weights, pass order and arithmetic of resize() on the full image, so
+/// decoding only a region and resizing it gives the pixels of a full decode + resize + crop,
+/// bit for bit (when src's rows are dense pixels, as the full image's are, or neither are).
+/// Views as for resize() (HWC, uint8 or float32, any strides). Returns InvalidArgument when
+/// src does not cover resize_source_span() of the window, a window leaves its full image, or
+/// the views are bad as for resize().
+Status resize_window(const ConstTensorView& src, PointYX src_origin, SizeHW full_in,
+                     const TensorView& dst, PointYX dst_origin, SizeHW full_out,
+                     const ResizeOptions& options, ResizeWorkspace& workspace);
+
 }  // namespace hdl::kernels

@@ -1,7 +1,10 @@
-// image_decoder: encoded bytes -> HWC uint8 pixels, through the decoder registry.
+// image_decoder: encoded bytes -> HWC uint8 pixels, through the decoder registry; optionally
+// fused with RandomResizedCrop / Resize / CenterCrop so that only the needed region is decoded
+// (JPEG region-of-interest decode, DCT-domain downscaling) and resized straight into the slot.
 #include "decoders/decoder_set.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
+#include "pipeline/operators/decode_geometry.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 
@@ -16,39 +19,135 @@ ColorFormat parse_color(const std::string& s) {
 
 struct DecoderState final : OpState {
   DecoderSet decoders;
+  kernels::ResizeWorkspace resize;
+  std::vector<uint8_t> pixels;  // the decoded region before it is resized
 };
+
+// A [lo, hi] pair argument with 0 < lo <= hi (scale allows lo == 0).
+void check_range(const NodeSpec& n, const std::string& arg, bool allow_zero) {
+  const auto& v = n.get_floats(arg);
+  if (v[0] > v[1] || v[1] <= 0 || (!allow_zero && v[0] <= 0))
+    throw ConfigError("argument \"" + arg + "\" must be [low, high] with " +
+                      (allow_zero ? "0 <= low <= high, high > 0" : "0 < low <= high") + ", got " +
+                      ArgValue(v).to_string());
+}
+
+RandomResizedCropParams parse_rrc(const NodeSpec& n) {
+  check_range(n, "scale", true);
+  check_range(n, "ratio", false);
+  RandomResizedCropParams p;
+  p.scale_lo = n.get_floats("scale")[0], p.scale_hi = n.get_floats("scale")[1];
+  p.ratio_lo = n.get_floats("ratio")[0], p.ratio_hi = n.get_floats("ratio")[1];
+  p.attempts = static_cast<int>(n.get_int("attempts"));
+  return p;
+}
+
+FusedDecodeArgs parse_fused(const NodeSpec& n) {
+  FusedDecodeArgs f;
+  f.resize = n.get_ints("resize");
+  if (const int64_t m = n.get_int("max_size"); m > 0) f.max_size = m;
+  f.center_crop = crop_size_arg(n.get_ints("center_crop"));
+  f.options.filter = kernels::parse_resize_filter(n.get_string("interpolation").c_str());
+  f.options.antialias = n.get_bool("antialias");
+  f.dct_scaling = n.get_bool("dct_scaling");
+  if (f.max_size && f.resize.size() != 1)
+    throw ConfigError("argument \"max_size\" needs resize [shorter_side]");
+  if (!f.resize.empty()) {
+    try {  // torchvision's rules for size / max_size, at build time
+      kernels::resize_output_size({100, 100}, f.resize, f.max_size);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("argument \"resize\": ") + e.what());
+    }
+  }
+  return f;
+}
+
+// Sets every element of an HWC uint8 view to 0 (the padding of a crop larger than the image).
+void zero_fill(const TensorView& v) {
+  for (int64_t y = 0; y < v.shape[0]; ++y)
+    for (int64_t x = 0; x < v.shape[1]; ++x)
+      for (int64_t c = 0; c < v.shape[2]; ++c)
+        v.typed<uint8_t>()[y * v.strides[0] + x * v.strides[1] + c * v.strides[2]] = 0;
+}
 
 class ImageDecoderOp final : public Operator {
  public:
-  explicit ImageDecoderOp(const NodeSpec& n) {
+  explicit ImageDecoderOp(const NodeSpec& n) : rrc_(parse_rrc(n)), fused_(parse_fused(n)) {
     request_.color = parse_color(n.get_string("output_type"));
     request_.apply_orientation = n.get_bool("apply_orientation");
     request_.max_pixels = n.get_int("max_pixels");
     request_.allow_partial = n.get_bool("allow_partial");
+    random_crop_ = n.get_string("random_crop") == "resized";
+    fused_on_ = random_crop_ || !fused_.resize.empty() || fused_.center_crop.has_value();
   }
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
     if (in[0].dtype != DType::kU8 || in[0].shape.ndim() != 1)
       throw ConfigError("input must be encoded bytes (uint8, 1-D), got " + std::string(dtype_name(in[0].dtype)) +
                         " " + in[0].shape.to_string());
-    return {TensorSpec{DType::kU8, Shape{-1, -1, color_channels(request_.color)}, Layout::kHWC}};
+    const int64_t c = color_channels(request_.color);
+    if (fused_.center_crop) return {TensorSpec{DType::kU8, Shape{fused_.center_crop->h, fused_.center_crop->w, c}, Layout::kHWC}};
+    if (fused_.resize.size() == 2) return {TensorSpec{DType::kU8, Shape{fused_.resize[0], fused_.resize[1], c}, Layout::kHWC}};
+    return {TensorSpec{DType::kU8, Shape{-1, -1, c}, Layout::kHWC}};
   }
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
     const std::span<const uint8_t> bytes(in.typed<uint8_t>(), static_cast<size_t>(in.num_elements()));
-    DecoderSet& decoders = static_cast<DecoderState*>(io.state())->decoders;
-    HDL_ASSIGN_OR_RETURN(Shape shape, decoders.output_shape(bytes, request_));
+    auto& state = *static_cast<DecoderState*>(io.state());
+    if (fused_on_) return run_fused(io, bytes, state);
+    HDL_ASSIGN_OR_RETURN(Shape shape, state.decoders.output_shape(bytes, request_));
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, shape, DType::kU8, Layout::kHWC));
-    HDL_ASSIGN_OR_RETURN(DecodeReport report, decoders.decode(bytes, request_, out));
-    (void)report;
-    return Status::ok();
+    return state.decoders.decode(bytes, request_, out).status();
   }
 
   std::unique_ptr<OpState> make_state() const override { return std::make_unique<DecoderState>(); }
 
  private:
+  Status run_fused(SampleIO& io, std::span<const uint8_t> bytes, DecoderState& st) const {
+    HDL_ASSIGN_OR_RETURN(ImageInfo info, st.decoders.read_info(bytes));
+    const SizeHW image{info.oriented_height(request_.apply_orientation),
+                       info.oriented_width(request_.apply_orientation)};
+    CropWindow window{0, 0, image.h, image.w};
+    if (random_crop_) {
+      StreamDraws draws(io.rng());
+      window = random_resized_crop_window(image, rrc_, draws);
+    }
+    DecodeRequest req;
+    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_for(bytes, image, window, info.format == "jpeg" ? 8 : 1, st, req));
+    const int64_t c = color_channels(request_.color);
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{plan.out_size.h, plan.out_size.w, c}, DType::kU8, Layout::kHWC));
+    if (!(plan.dst_size == plan.out_size)) zero_fill(out);
+    const TensorView target = out.crop_hw(plan.dst_in_output.y, plan.dst_in_output.x, plan.dst_size.h, plan.dst_size.w);
+    if (!plan.resample) return st.decoders.decode(bytes, req, target).status();
+    st.pixels.resize(static_cast<size_t>(plan.decoded.h * plan.decoded.w * c));
+    const TensorView decoded(st.pixels.data(), Shape{plan.decoded.h, plan.decoded.w, c}, DType::kU8, Layout::kHWC);
+    HDL_RETURN_IF_ERROR(st.decoders.decode(bytes, req, decoded).status());
+    return kernels::resize_window(decoded, plan.src_origin, plan.full_in, target, plan.dst_origin,
+                                  plan.full_out, fused_.options, st.resize);
+  }
+
+  // Plans the decode and fills `req`. A decoder that does not scale as planned (a JPEG taken by
+  // a fallback decoder, a tiny region) gets a full-resolution plan instead.
+  Result<DecodePlan> plan_for(std::span<const uint8_t> bytes, SizeHW image, const CropWindow& window,
+                              int max_denom, DecoderState& st, DecodeRequest& req) const {
+    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_decode(image, window, fused_, max_denom, st.resize));
+    req = request_;
+    req.roi = plan.roi;
+    req.min_width = plan.denom > 1 ? plan.decoded.w : 0;
+    req.min_height = plan.denom > 1 ? plan.decoded.h : 0;
+    HDL_ASSIGN_OR_RETURN(Shape shape, st.decoders.output_shape(bytes, req));
+    if (shape[0] == plan.decoded.h && shape[1] == plan.decoded.w) return plan;
+    if (max_denom > 1) return plan_for(bytes, image, window, 1, st, req);
+    return Status::internal("decoder output " + shape.to_string() + " differs from the planned region " +
+                            std::to_string(plan.decoded.h) + "x" + std::to_string(plan.decoded.w));
+  }
+
   DecodeRequest request_;
+  RandomResizedCropParams rrc_;
+  FusedDecodeArgs fused_;
+  bool random_crop_ = false;
+  bool fused_on_ = false;
 };
 
 }  // namespace
@@ -58,14 +157,32 @@ OpSchema image_decoder_schema() {
   s.name = "image_decoder";
   s.doc = "Decodes JPEG (libjpeg-turbo), PNG, BMP, TIFF and WebP (FFmpeg) images to HWC uint8. "
           "The format is found from the bytes, not the file name; a decoder that cannot take a "
-          "file hands it to the next able one.";
+          "file hands it to the next able one. Optionally fused with torchvision's "
+          "RandomResizedCrop (random_crop=\"resized\"), Resize (resize) and CenterCrop "
+          "(center_crop), in that order: only the region the output needs is decoded (JPEG "
+          "region of interest; with dct_scaling, at 1/2, 1/4 or 1/8 scale while the region stays "
+          ">= 2x the resized size) and resized straight into the output. Without DCT scaling the "
+          "pixels equal full decode + crop + resize + center crop bit for bit. The output is dense "
+          "when resize is [h, w] or center_crop is given.";
   s.inputs = {{"encoded", "encoded image bytes (uint8, 1-D)"}};
   s.outputs = {{"images", "decoded pixels, HWC uint8"}};
+  s.uses_randomness = true;
+  const std::vector<std::string> filters = {"nearest", "bilinear", "bicubic", "box", "lanczos"};
   s.args = {
       {"output_type", ArgType::kString, ArgValue("rgb"), "pixel format: rgb, bgr or gray", one_of({"rgb", "bgr", "gray"})},
       {"apply_orientation", ArgType::kBool, ArgValue(false), "rotate per EXIF orientation (torchvision's PIL loader does not)"},
       {"max_pixels", ArgType::kInt, ArgValue(int64_t{178956970}), "refuse larger images before allocating (decompression bombs; Pillow's limit)", at_least(1)},
       {"allow_partial", ArgType::kBool, ArgValue(false), "accept truncated images (missing part grey) instead of failing the sample"},
+      {"random_crop", ArgType::kString, ArgValue("none"), "none, or resized: a torchvision RandomResizedCrop window (scale, ratio, attempts) of the (oriented) image", one_of({"none", "resized"})},
+      {"scale", ArgType::kFloats, ArgValue({0.08, 1.0}), "random_crop: range of the window's area fraction", all_of({list_size({2}), at_least(0)})},
+      {"ratio", ArgType::kFloats, ArgValue({3.0 / 4.0, 4.0 / 3.0}), "random_crop: range of the window's aspect ratio (w / h), sampled log-uniformly", all_of({list_size({2}), at_least(0)})},
+      {"attempts", ArgType::kInt, ArgValue(10), "random_crop: tries before the central-crop fallback", at_least(0)},
+      {"resize", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] none, [s] shorter side to s (torchvision Resize(int)), or [h, w]", all_of({list_size({0, 1, 2}), at_least(1)})},
+      {"max_size", ArgType::kInt, ArgValue(0), "if > 0, the longer side after resize [s] is at most this", at_least(0)},
+      {"interpolation", ArgType::kString, ArgValue("bilinear"), "nearest, bilinear, bicubic, box or lanczos", one_of(filters)},
+      {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling, as torchvision antialias=True and PIL"},
+      {"center_crop", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] none, [s] or [h, w]: torchvision CenterCrop after the resize (padded with 0 where larger)", all_of({list_size({0, 1, 2}), at_least(1)})},
+      {"dct_scaling", ArgType::kBool, ArgValue(true), "let the JPEG decoder reduce by 1/2, 1/4, 1/8 while the decoded region stays >= 2x the resized size (false: exact)"},
   };
   s.stages = {Stage::kCpu, Stage::kMixed};
   s.create = [](const NodeSpec& n) { return std::make_unique<ImageDecoderOp>(n); };

@@ -1,0 +1,287 @@
+// The two separable passes of the resize kernels (internal to pipeline/kernels; included by
+// resize.cc only). Moved out of resize.cc so that resize() and resize_window() share them.
+//
+// A pixel's value is a function of its weight-table row and its source pixels only (not of the
+// source row's width or of where the row sits): that is what makes resize_window() bit-exact
+// with resize(). Views whose rows are not dense pixels take the strided paths, which sum the
+// 3-channel taps in one chain instead of two (within 1 grey level of the dense paths).
+//
+// Thread safety: pure functions; the workspace is per thread.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "pipeline/kernels/detail/resize_weights.h"
+#include "pipeline/kernels/resize.h"
+
+namespace hdl::kernels::detail {
+
+struct AxisTable {
+  const float* w = nullptr;
+  const int32_t* start = nullptr;
+  int taps = 0;
+  int64_t out = 0;
+};
+
+// Element (y, x, c) of an HWC view sits at data[y * sy + x * sx + c * sc].
+template <typename T>
+struct Plane {
+  const T* data;
+  int64_t sy, sx, sc, w, c;
+  bool dense() const { return sx == c && sc == 1; }
+  const T* row(int64_t y) const { return data + y * sy; }
+};
+
+template <typename T>
+Plane<T> plane_of(const ConstTensorView& v) {
+  return {v.typed<T>(), v.strides[0], v.strides[1], v.strides[2], v.shape[1], v.shape[2]};
+}
+
+// Horizontal pass over one row with a compile-time channel count, so that the channel loop is
+// unrolled and the accumulators stay in registers.
+template <typename T, int C>
+void h_row_dense(const T* __restrict__ src, const AxisTable& ax, float* __restrict__ dst) {
+  for (int64_t x = 0; x < ax.out; ++x) {
+    const float* w = ax.w + x * ax.taps;
+    const T* s = src + static_cast<int64_t>(ax.start[x]) * C;
+    float acc[C] = {};
+    for (int k = 0; k < ax.taps; ++k) {
+      for (int c = 0; c < C; ++c) acc[c] += w[k] * static_cast<float>(s[k * C + c]);
+    }
+    for (int c = 0; c < C; ++c) dst[x * C + c] = acc[c];
+  }
+}
+
+// GCC/Clang vector extensions: portable 4-lane SIMD without intrinsics headers.
+typedef float V4f __attribute__((vector_size(16)));
+typedef int32_t V4i __attribute__((vector_size(16)));
+typedef uint8_t V4u8 __attribute__((vector_size(4)));
+
+inline V4f load4(const float* p) {
+  V4f v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline V4f load4(const uint8_t* p) {
+  V4u8 b;
+  std::memcpy(&b, p, sizeof(b));
+  return __builtin_convertvector(b, V4f);
+}
+
+// The scalar twin of h_row_rgb's vector loop: the same two accumulator chains (even / odd taps)
+// summed in the same order, so a pixel's value does not depend on which path computed it, and
+// hence not on how wide the source row is (resize_window relies on this for bit-exactness).
+template <typename T>
+void h_pixel_rgb_scalar(const T* s, const float* w, int taps, float* out) {
+  float even[3] = {}, odd[3] = {};
+  int k = 0;
+  for (; k + 1 < taps; k += 2) {
+    for (int c = 0; c < 3; ++c) {
+      even[c] += w[k] * static_cast<float>(s[k * 3 + c]);
+      odd[c] += w[k + 1] * static_cast<float>(s[k * 3 + 3 + c]);
+    }
+  }
+  if (k < taps) {
+    for (int c = 0; c < 3; ++c) even[c] += w[k] * static_cast<float>(s[k * 3 + c]);
+  }
+  for (int c = 0; c < 3; ++c) out[c] = even[c] + odd[c];
+}
+
+// Three interleaved channels processed as four lanes (the fourth reads the next pixel's first
+// channel and is discarded), so that each tap is one 4-wide multiply-add; two accumulators
+// (even / odd taps) halve the dependency chain. Pixels whose taps end at the last input pixel,
+// where the fourth lane would read past the row, take the scalar twin.
+template <typename T>
+void h_row_rgb(const T* __restrict__ src, int64_t in_w, const AxisTable& ax, float* __restrict__ dst) {
+  for (int64_t x = 0; x < ax.out; ++x) {
+    const float* w = ax.w + x * ax.taps;
+    const T* s = src + static_cast<int64_t>(ax.start[x]) * 3;
+    if (ax.start[x] + ax.taps >= in_w) {
+      h_pixel_rgb_scalar(s, w, ax.taps, dst + x * 3);
+      continue;
+    }
+    V4f even = {0, 0, 0, 0}, odd = {0, 0, 0, 0};
+    int k = 0;
+    for (; k + 1 < ax.taps; k += 2) {
+      even += w[k] * load4(s + k * 3);
+      odd += w[k + 1] * load4(s + k * 3 + 3);
+    }
+    if (k < ax.taps) even += w[k] * load4(s + k * 3);
+    const V4f sum = even + odd;
+    for (int c = 0; c < 3; ++c) dst[x * 3 + c] = sum[c];
+  }
+}
+
+template <typename T>
+void h_row_strided(const T* src, int64_t sx, int64_t sc, int64_t C, const AxisTable& ax,
+                   float* dst) {
+  for (int64_t x = 0; x < ax.out; ++x) {
+    const float* w = ax.w + x * ax.taps;
+    const T* s = src + static_cast<int64_t>(ax.start[x]) * sx;
+    for (int64_t c = 0; c < C; ++c) {
+      float acc = 0;
+      for (int k = 0; k < ax.taps; ++k) acc += w[k] * static_cast<float>(s[k * sx + c * sc]);
+      dst[x * C + c] = acc;
+    }
+  }
+}
+
+// Resamples one row of `p` along x into dst (dense, ax.out * C floats).
+template <typename T>
+void h_row(const Plane<T>& p, const T* src, const AxisTable& ax, float* dst) {
+  if (p.dense()) {
+    switch (p.c) {
+      case 1: return h_row_dense<T, 1>(src, ax, dst);
+      case 2: return h_row_dense<T, 2>(src, ax, dst);
+      case 3: return h_row_rgb<T>(src, p.w, ax, dst);
+      case 4: return h_row_dense<T, 4>(src, ax, dst);
+      default: break;
+    }
+  }
+  h_row_strided(src, p.sx, p.sc, p.c, ax, dst);
+}
+
+// acc[j] = sum_k w[k] * rows[k][j] over a dense row of n elements: the loop that vectorises.
+template <typename T>
+void v_row_dense(const T* __restrict__ src, int64_t sy, const float* w, int taps, int64_t n,
+                 float* __restrict__ acc) {
+  const float w0 = w[0];
+  for (int64_t j = 0; j < n; ++j) acc[j] = w0 * static_cast<float>(src[j]);
+  for (int k = 1; k < taps; ++k) {
+    const T* __restrict__ s = src + k * sy;
+    const float wk = w[k];
+    for (int64_t j = 0; j < n; ++j) acc[j] += wk * static_cast<float>(s[j]);
+  }
+}
+
+// Output row y of the vertical pass into acc (dense, p.w * p.c floats).
+template <typename T>
+void v_row(const Plane<T>& p, const AxisTable& ay, int64_t y, float* acc) {
+  const float* w = ay.w + y * ay.taps;
+  const T* src = p.row(ay.start[y]);
+  if (p.dense()) return v_row_dense(src, p.sy, w, ay.taps, p.w * p.c, acc);
+  for (int64_t x = 0; x < p.w; ++x) {
+    for (int64_t c = 0; c < p.c; ++c) {
+      const T* s = src + x * p.sx + c * p.sc;
+      float a = 0;
+      for (int k = 0; k < ay.taps; ++k) a += w[k] * static_cast<float>(s[k * p.sy]);
+      acc[x * p.c + c] = a;
+    }
+  }
+}
+
+// Clamps to [0, 255] and rounds half to even (torch.round); adding and subtracting 1.5 * 2^23
+// rounds in the current (nearest-even) mode and vectorises on plain SSE2.
+inline uint8_t round_u8(float v) {
+  v = v < 0.0f ? 0.0f : v;
+  v = v > 255.0f ? 255.0f : v;
+  return static_cast<uint8_t>(static_cast<int>((v + 12582912.0f) - 12582912.0f));
+}
+
+struct RoundU8 {
+  uint8_t operator()(float v) const { return round_u8(v); }
+};
+
+// Pillow's uint8 rounding: half up (its fixed-point sum plus 1 << 21, shifted right by 22).
+inline float round_half_up_u8(float v) {
+  v = v < 0.0f ? 0.0f : v;
+  v = v > 255.0f ? 255.0f : v;
+  return static_cast<float>(static_cast<int>(v + 0.5f));
+}
+
+// round_u8 on four lanes.
+inline void store4_u8(const float* in, uint8_t* out) {
+  V4f v = load4(in);
+  v = v < 0.0f ? V4f{0, 0, 0, 0} : v;
+  v = v > 255.0f ? V4f{255, 255, 255, 255} : v;
+  v = (v + 12582912.0f) - 12582912.0f;
+  const V4i i = __builtin_convertvector(v, V4i);
+  for (int k = 0; k < 4; ++k) out[k] = static_cast<uint8_t>(i[k]);
+}
+
+template <typename D, typename F>
+void store_row_as(const float* row, const TensorView& dst, int64_t y, F convert) {
+  D* d = dst.typed<D>() + y * dst.strides[0];
+  const int64_t w = dst.shape[1], c = dst.shape[2];
+  if (dst.strides[1] == c && dst.strides[2] == 1) {
+    int64_t j = 0;
+    if constexpr (std::is_same_v<D, uint8_t> && std::is_same_v<F, RoundU8>) {
+      for (; j + 4 <= w * c; j += 4) store4_u8(row + j, d + j);
+    }
+    for (; j < w * c; ++j) d[j] = convert(row[j]);
+    return;
+  }
+  for (int64_t x = 0; x < w; ++x) {
+    for (int64_t k = 0; k < c; ++k) d[x * dst.strides[1] + k * dst.strides[2]] = convert(row[x * c + k]);
+  }
+}
+
+inline void store_row(const float* row, const TensorView& dst, int64_t y, bool pil) {
+  if (pil) {
+    return store_row_as<uint8_t>(row, dst, y, [](float v) { return static_cast<uint8_t>(round_half_up_u8(v)); });
+  }
+  if (dst.dtype == DType::kU8) return store_row_as<uint8_t>(row, dst, y, RoundU8{});
+  store_row_as<float>(row, dst, y, [](float v) { return v; });
+}
+
+inline AxisTable make_table(int64_t in, int64_t out, const ResizeOptions& o, std::vector<float>& w,
+                     std::vector<int32_t>& start) {
+  const int taps = detail::compute_resize_weights(in, out, o.filter, o.antialias, w, start);
+  return {w.data(), start.data(), taps, out};
+}
+
+// Both axes change: the horizontal pass (scalar over taps) costs about three times what the
+// vertical one (vectorised over the row) does per multiply-add; pick the cheaper order.
+inline bool vertical_first(int64_t in_h, int64_t in_w, const AxisTable& ax, const AxisTable& ay) {
+  const double out_w = static_cast<double>(ax.out), out_h = static_cast<double>(ay.out);
+  const double h_first = 3.0 * in_h * out_w * ax.taps + out_h * out_w * ay.taps;
+  const double v_first = out_h * in_w * ay.taps + 3.0 * out_h * out_w * ax.taps;
+  return v_first <= h_first;
+}
+
+// Runs the passes: `ax` / `ay` null skips that axis. `pil`: Pillow's uint8 semantics (horizontal
+// pass first, intermediate rounded half up to uint8, output rounded half up), used for the
+// Pillow-only filters so that they agree with Pillow. `v_first`: the order when both axes change
+// (ignored under `pil`); the caller decides so that a window uses its full image's order.
+template <typename T>
+void run_passes(const Plane<T>& p, int64_t in_h, const TensorView& dst, const AxisTable* ax,
+                const AxisTable* ay, bool pil, bool v_first, ResizeWorkspace& ws) {
+  const int64_t C = p.c, out_h = dst.shape[0], out_w = dst.shape[1];
+  ws.row.resize(static_cast<size_t>(out_w * C));
+  float* row = ws.row.data();
+  if (!ay) {
+    for (int64_t y = 0; y < out_h; ++y) {
+      h_row(p, p.row(y), *ax, row);
+      store_row(row, dst, y, pil);
+    }
+  } else if (!ax) {
+    for (int64_t y = 0; y < out_h; ++y) {
+      v_row(p, *ay, y, row);
+      store_row(row, dst, y, pil);
+    }
+  } else if (!pil && v_first) {
+    ws.intermediate.resize(static_cast<size_t>(p.w * C));
+    const Plane<float> mid{ws.intermediate.data(), p.w * C, C, 1, p.w, C};
+    for (int64_t y = 0; y < out_h; ++y) {
+      v_row(p, *ay, y, ws.intermediate.data());
+      h_row(mid, mid.data, *ax, row);
+      store_row(row, dst, y, pil);
+    }
+  } else {
+    ws.intermediate.resize(static_cast<size_t>(in_h * out_w * C));
+    const Plane<float> mid{ws.intermediate.data(), out_w * C, C, 1, out_w, C};
+    for (int64_t y = 0; y < in_h; ++y) h_row(p, p.row(y), *ax, ws.intermediate.data() + y * mid.sy);
+    if (pil) {
+      for (float& v : ws.intermediate) v = round_half_up_u8(v);
+    }
+    for (int64_t y = 0; y < out_h; ++y) {
+      v_row(mid, *ay, y, row);
+      store_row(row, dst, y, pil);
+    }
+  }
+}
+
+}  // namespace hdl::kernels::detail

@@ -1,0 +1,197 @@
+// Colour operators: color_space_conversion, grayscale, brightness, contrast, saturation, hue.
+#include <type_traits>
+
+#include "pipeline/kernels/color.h"
+#include "pipeline/operators/op_util.h"
+#include "pipeline/registry.h"
+#include "pipeline/spec.h"
+
+namespace hdl {
+namespace {
+
+enum class ColorSpace { kRgb, kBgr, kGray, kYCbCr };
+
+ColorSpace parse_space(const std::string& s) {
+  if (s == "rgb") return ColorSpace::kRgb;
+  if (s == "bgr") return ColorSpace::kBgr;
+  if (s == "gray") return ColorSpace::kGray;
+  return ColorSpace::kYCbCr;
+}
+
+int64_t channels_of(ColorSpace s) { return s == ColorSpace::kGray ? 1 : 3; }
+
+// The same pixels with the channel order reversed (BGR seen as RGB), without a copy.
+template <typename View>
+View reversed_channels(View v) {
+  using Byte = std::conditional_t<std::is_same_v<View, TensorView>, uint8_t, const uint8_t>;
+  v.data = static_cast<Byte*>(v.data) + (v.shape[2] - 1) * v.strides[2];
+  v.strides[2] = -v.strides[2];
+  return v;
+}
+
+struct ScratchState final : OpState {
+  std::vector<uint8_t> rgb;  // an intermediate RGB image
+};
+
+class ColorSpaceConversionOp final : public Operator {
+ public:
+  explicit ColorSpaceConversionOp(const NodeSpec& n)
+      : from_(parse_space(n.get_string("image_type"))), to_(parse_space(n.get_string("output_type"))) {}
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    ops::require_hwc(in[0], {DType::kU8}, {channels_of(from_)});
+    return {ops::hwc_spec(DType::kU8, ops::dim(in[0], 0), ops::dim(in[0], 1), channels_of(to_))};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    if (in.shape[2] != channels_of(from_))
+      return Status::invalid_argument("input has " + std::to_string(in.shape[2]) + " channels");
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{in.shape[0], in.shape[1], channels_of(to_)}, DType::kU8, Layout::kHWC));
+    if (from_ == to_) {
+      copy(in, out);
+      return Status::ok();
+    }
+    HDL_ASSIGN_OR_RETURN(ConstTensorView rgb, as_rgb(in, static_cast<ScratchState*>(io.state())->rgb));
+    return from_rgb(rgb, out);
+  }
+
+  std::unique_ptr<OpState> make_state() const override { return std::make_unique<ScratchState>(); }
+
+ private:
+  // The input as RGB: a view for rgb/bgr, else converted into `scratch`.
+  Result<ConstTensorView> as_rgb(const ConstTensorView& in, std::vector<uint8_t>& scratch) const {
+    if (from_ == ColorSpace::kRgb) return in;
+    if (from_ == ColorSpace::kBgr) return reversed_channels(in);
+    scratch.resize(static_cast<size_t>(in.shape[0] * in.shape[1] * 3));
+    const TensorView rgb(scratch.data(), Shape{in.shape[0], in.shape[1], 3}, DType::kU8, Layout::kHWC);
+    // Gray -> RGB repeats the value (torchvision's num_output_channels=3 path copies a 1-channel image).
+    HDL_RETURN_IF_ERROR(from_ == ColorSpace::kGray ? kernels::rgb_to_grayscale(in, rgb) : kernels::ycbcr_to_rgb(in, rgb));
+    return ConstTensorView(rgb);
+  }
+
+  Status from_rgb(const ConstTensorView& rgb, const TensorView& out) const {
+    switch (to_) {
+      case ColorSpace::kRgb: copy(rgb, out); return Status::ok();
+      case ColorSpace::kBgr: copy(rgb, reversed_channels(out)); return Status::ok();
+      case ColorSpace::kGray: return kernels::rgb_to_grayscale(rgb, out);
+      case ColorSpace::kYCbCr: return kernels::rgb_to_ycbcr(rgb, out);
+    }
+    return Status::internal("unknown colour space");
+  }
+
+  ColorSpace from_, to_;
+};
+
+class GrayscaleOp final : public Operator {
+ public:
+  explicit GrayscaleOp(const NodeSpec& n) : channels_(n.get_int("num_output_channels")) {}
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    ops::require_hwc(in[0], {DType::kU8}, {1, 3});
+    return {ops::hwc_spec(DType::kU8, ops::dim(in[0], 0), ops::dim(in[0], 1), channels_)};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{in.shape[0], in.shape[1], channels_}, DType::kU8, Layout::kHWC));
+    return kernels::rgb_to_grayscale(in, out);
+  }
+
+ private:
+  int64_t channels_;
+};
+
+using AdjustFn = Status (*)(const ConstTensorView&, const TensorView&, double);
+
+// brightness, contrast, saturation, hue: one kernel and a per-sample factor.
+class AdjustOp final : public Operator {
+ public:
+  AdjustOp(const NodeSpec& n, AdjustFn fn, double lo, double hi)
+      : fn_(fn), factor_(n.get_float("factor")), lo_(lo), hi_(hi) {}
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    ops::require_hwc(in[0], {DType::kU8}, {1, 3});
+    return {in[0]};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    HDL_ASSIGN_OR_RETURN(double f, ops::float_arg(io, "factor", factor_, lo_, hi_));
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, DType::kU8, Layout::kHWC));
+    return fn_(in, out, f);
+  }
+
+ private:
+  AdjustFn fn_;
+  double factor_, lo_, hi_;
+};
+
+OpSchema adjust_schema(const char* name, const char* doc, AdjustFn fn, double dflt, double lo, double hi) {
+  OpSchema s;
+  s.name = name;
+  s.doc = doc;
+  s.inputs = {{"images", "HWC uint8, 1 or 3 channels"}};
+  s.outputs = {{"images", "same shape"}};
+  s.args = {{"factor", ArgType::kFloat, ArgValue(dflt), "adjustment factor (may be driven per sample, e.g. by random_uniform)",
+             in_range(lo, hi), true}};
+  s.create = [fn, lo, hi](const NodeSpec& n) { return std::make_unique<AdjustOp>(n, fn, lo, hi); };
+  return s;
+}
+
+constexpr double kMaxFactor = 1e6;
+const std::vector<std::string> kSpaces = {"rgb", "bgr", "gray", "ycbcr"};
+
+}  // namespace
+
+OpSchema color_space_conversion_schema() {
+  OpSchema s;
+  s.name = "color_space_conversion";
+  s.doc = "Converts HWC uint8 images between rgb, bgr, gray (torchvision rgb_to_grayscale "
+          "weights, truncated) and ycbcr (BT.601 full range, as Pillow's \"YCbCr\" mode).";
+  s.inputs = {{"images", "HWC uint8 in image_type"}};
+  s.outputs = {{"images", "HWC uint8 in output_type"}};
+  s.args = {
+      {"image_type", ArgType::kString, ArgValue("rgb"), "input colour space: rgb, bgr, gray or ycbcr", one_of(kSpaces)},
+      {"output_type", ArgType::kString, std::nullopt, "output colour space: rgb, bgr, gray or ycbcr", one_of(kSpaces)},
+  };
+  s.create = [](const NodeSpec& n) { return std::make_unique<ColorSpaceConversionOp>(n); };
+  return s;
+}
+
+OpSchema grayscale_schema() {
+  OpSchema s;
+  s.name = "grayscale";
+  s.doc = "torchvision Grayscale on HWC uint8 RGB images: 0.2989 R + 0.587 G + 0.114 B, truncated; "
+          "1 or 3 (repeated) output channels.";
+  s.inputs = {{"images", "HWC uint8 RGB (or 1 channel, copied)"}};
+  s.outputs = {{"images", "HWC uint8 with num_output_channels"}};
+  s.args = {{"num_output_channels", ArgType::kInt, ArgValue(1), "1 or 3", [](const ArgValue& v) -> std::string {
+               const int64_t n = v.get<int64_t>();
+               return n == 1 || n == 3 ? "" : "must be 1 or 3, got " + std::to_string(n);
+             }}};
+  s.create = [](const NodeSpec& n) { return std::make_unique<GrayscaleOp>(n); };
+  return s;
+}
+
+OpSchema brightness_schema() {
+  return adjust_schema("brightness", "torchvision adjust_brightness on HWC uint8: clamp(factor * x), truncated.",
+                       kernels::adjust_brightness, 1.0, 0, kMaxFactor);
+}
+
+OpSchema contrast_schema() {
+  return adjust_schema("contrast", "torchvision adjust_contrast on HWC uint8: blend with the mean of the "
+                       "grayscale image.", kernels::adjust_contrast, 1.0, 0, kMaxFactor);
+}
+
+OpSchema saturation_schema() {
+  return adjust_schema("saturation", "torchvision adjust_saturation on HWC uint8: blend each pixel with "
+                       "its grayscale value.", kernels::adjust_saturation, 1.0, 0, kMaxFactor);
+}
+
+OpSchema hue_schema() {
+  return adjust_schema("hue", "torchvision adjust_hue on HWC uint8: shift the hue by factor (in "
+                       "[-0.5, 0.5]) turns.", kernels::adjust_hue, 0.0, -0.5, 0.5);
+}
+
+}  // namespace hdl

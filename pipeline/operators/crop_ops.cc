@@ -1,0 +1,182 @@
+// Geometry operators on decoded images: crop, random_resized_crop, pad.
+#include "pipeline/kernels/crop.h"
+#include "pipeline/kernels/resize.h"
+#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/op_util.h"
+#include "pipeline/registry.h"
+#include "pipeline/spec.h"
+
+namespace hdl {
+namespace {
+
+const std::vector<std::string> kFilters = {"nearest", "bilinear", "bicubic", "box", "lanczos"};
+
+ArgSchema crop_pos_arg(const char* name, const char* axis) {
+  return {name, ArgType::kFloat, ArgValue(0.5),
+          std::string("relative ") + axis + " position of the window: 0 first, 1 last, 0.5 centred "
+          "(torchvision CenterCrop rounding)", in_range(0, 1), true};
+}
+
+class CropOp final : public Operator {
+ public:
+  explicit CropOp(const NodeSpec& n)
+      : size_(*crop_size_arg(n.get_ints("crop"))), pos_x_(n.get_float("crop_pos_x")),
+        pos_y_(n.get_float("crop_pos_y")), fill_(n.get_floats("fill")) {}
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    ops::require_hwc(in[0], {});
+    ops::check_fill(fill_, ops::dim(in[0], 2));
+    return {ops::hwc_spec(in[0].dtype, size_.h, size_.w, ops::dim(in[0], 2))};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    HDL_ASSIGN_OR_RETURN(double px, ops::float_arg(io, "crop_pos_x", pos_x_, 0, 1));
+    HDL_ASSIGN_OR_RETURN(double py, ops::float_arg(io, "crop_pos_y", pos_y_, 0, 1));
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{size_.h, size_.w, in.shape[2]}, in.dtype, Layout::kHWC));
+    return kernels::crop(in, crop_offset(in.shape[0], size_.h, py), crop_offset(in.shape[1], size_.w, px), out, fill_);
+  }
+
+ private:
+  SizeHW size_;
+  double pos_x_, pos_y_;
+  std::vector<double> fill_;
+};
+
+struct ResizeState final : OpState {
+  kernels::ResizeWorkspace workspace;
+};
+
+class RandomResizedCropOp final : public Operator {
+ public:
+  explicit RandomResizedCropOp(const NodeSpec& n) : size_(*crop_size_arg(n.get_ints("size"))) {
+    const auto& scale = n.get_floats("scale");
+    const auto& ratio = n.get_floats("ratio");
+    if (scale[0] > scale[1] || scale[1] <= 0)
+      throw ConfigError("argument \"scale\" must be [low, high] with 0 <= low <= high, high > 0");
+    if (ratio[0] > ratio[1] || ratio[0] <= 0)
+      throw ConfigError("argument \"ratio\" must be [low, high] with 0 < low <= high");
+    params_ = {scale[0], scale[1], ratio[0], ratio[1], static_cast<int>(n.get_int("attempts"))};
+    options_.filter = kernels::parse_resize_filter(n.get_string("interpolation").c_str());
+    options_.antialias = n.get_bool("antialias");
+  }
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    ops::require_hwc(in[0], {DType::kU8, DType::kF32});
+    return {ops::hwc_spec(in[0].dtype, size_.h, size_.w, ops::dim(in[0], 2))};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    StreamDraws draws(io.rng());
+    const CropWindow w = random_resized_crop_window({in.shape[0], in.shape[1]}, params_, draws);
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{size_.h, size_.w, in.shape[2]}, in.dtype, Layout::kHWC));
+    return kernels::resize(in.crop_hw(w.top, w.left, w.height, w.width), out, options_,
+                           static_cast<ResizeState*>(io.state())->workspace);
+  }
+
+  std::unique_ptr<OpState> make_state() const override { return std::make_unique<ResizeState>(); }
+
+ private:
+  SizeHW size_;
+  RandomResizedCropParams params_;
+  kernels::ResizeOptions options_;
+};
+
+// torchvision padding: [p] all sides, [left/right, top/bottom], [left, top, right, bottom].
+kernels::Padding parse_padding(const std::vector<int64_t>& p) {
+  if (p.size() == 1) return {p[0], p[0], p[0], p[0]};
+  if (p.size() == 2) return {p[0], p[1], p[0], p[1]};
+  return {p[0], p[1], p[2], p[3]};
+}
+
+class PadOp final : public Operator {
+ public:
+  explicit PadOp(const NodeSpec& n)
+      : padding_(parse_padding(n.get_ints("padding"))),
+        mode_(kernels::parse_pad_mode(n.get_string("padding_mode").c_str())), fill_(n.get_floats("fill")) {}
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    ops::require_hwc(in[0], {});
+    ops::check_fill(fill_, ops::dim(in[0], 2));
+    const int64_t h = ops::dim(in[0], 0), w = ops::dim(in[0], 1);
+    return {ops::hwc_spec(in[0].dtype, h < 0 ? -1 : h + padding_.top + padding_.bottom,
+                          w < 0 ? -1 : w + padding_.left + padding_.right, ops::dim(in[0], 2))};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    const int64_t h = in.shape[0] + padding_.top + padding_.bottom;
+    const int64_t w = in.shape[1] + padding_.left + padding_.right;
+    if (h < 0 || w < 0) return Status::invalid_argument("padding crops away the whole image " + in.shape.to_string());
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{h, w, in.shape[2]}, in.dtype, Layout::kHWC));
+    return kernels::pad(in, padding_, mode_, out, fill_);
+  }
+
+ private:
+  kernels::Padding padding_;
+  kernels::PadMode mode_;
+  std::vector<double> fill_;
+};
+
+}  // namespace
+
+OpSchema crop_schema() {
+  OpSchema s;
+  s.name = "crop";
+  s.doc = "Crops HWC images (any dtype) to a fixed size at a relative position; crop_pos 0.5 is "
+          "torchvision CenterCrop (offset round((size - crop) / 2), half to even). Where the "
+          "window leaves the image (a crop larger than the image) pixels are `fill`, as "
+          "torchvision pads with 0.";
+  s.inputs = {{"images", "HWC, any dtype"}};
+  s.outputs = {{"images", "[h, w, C], same dtype"}};
+  s.args = {
+      {"crop", ArgType::kInts, std::nullopt, "[h, w], or [s] for s x s", all_of({list_size({1, 2}), at_least(1)})},
+      crop_pos_arg("crop_pos_x", "horizontal"),
+      crop_pos_arg("crop_pos_y", "vertical"),
+      {"fill", ArgType::kFloats, ArgValue(std::vector<double>{}), "value of pixels outside the image: [] (0), one value, or one per channel"},
+  };
+  s.create = [](const NodeSpec& n) { return std::make_unique<CropOp>(n); };
+  return s;
+}
+
+OpSchema random_resized_crop_schema() {
+  OpSchema s;
+  s.name = "random_resized_crop";
+  s.doc = "torchvision RandomResizedCrop on decoded HWC uint8/float32 images: a window of random "
+          "area fraction (scale) and log-uniform aspect ratio (ratio), up to `attempts` tries, "
+          "else the central crop; resized to `size`. For JPEG input, image_decoder's "
+          "random_crop=\"resized\" does the same while decoding only the window.";
+  s.inputs = {{"images", "HWC uint8 or float32"}};
+  s.outputs = {{"images", "[h, w, C], same dtype"}};
+  s.uses_randomness = true;
+  s.args = {
+      {"size", ArgType::kInts, std::nullopt, "output [h, w], or [s] for s x s", all_of({list_size({1, 2}), at_least(1)})},
+      {"scale", ArgType::kFloats, ArgValue({0.08, 1.0}), "range of the window's area fraction", all_of({list_size({2}), at_least(0)})},
+      {"ratio", ArgType::kFloats, ArgValue({3.0 / 4.0, 4.0 / 3.0}), "range of the window's aspect ratio (w / h)", all_of({list_size({2}), at_least(0)})},
+      {"attempts", ArgType::kInt, ArgValue(10), "tries before the central-crop fallback", at_least(0)},
+      {"interpolation", ArgType::kString, ArgValue("bilinear"), "nearest, bilinear, bicubic, box or lanczos", one_of(kFilters)},
+      {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling (torchvision antialias=True)"},
+  };
+  s.create = [](const NodeSpec& n) { return std::make_unique<RandomResizedCropOp>(n); };
+  return s;
+}
+
+OpSchema pad_schema() {
+  OpSchema s;
+  s.name = "pad";
+  s.doc = "Pads HWC images (any dtype) as torchvision F.pad: padding [p] on all sides, [lr, tb] "
+          "or [left, top, right, bottom]; negative values crop. Modes constant (fill), edge, "
+          "reflect, symmetric (reflections fold again when a pad exceeds the image).";
+  s.inputs = {{"images", "HWC, any dtype"}};
+  s.outputs = {{"images", "padded, same dtype"}};
+  s.args = {
+      {"padding", ArgType::kInts, std::nullopt, "[p], [left_right, top_bottom] or [left, top, right, bottom]", list_size({1, 2, 4})},
+      {"padding_mode", ArgType::kString, ArgValue("constant"), "constant, edge, reflect or symmetric", one_of({"constant", "edge", "reflect", "symmetric"})},
+      {"fill", ArgType::kFloats, ArgValue(std::vector<double>{}), "constant mode's value: [] (0), one value, or one per channel"},
+  };
+  s.create = [](const NodeSpec& n) { return std::make_unique<PadOp>(n); };
+  return s;
+}
+
+}  // namespace hdl

@@ -1,0 +1,127 @@
+// Window geometry of the cropping operators, with torchvision 0.14's rounding: the
+// RandomResizedCrop window (get_params), CenterCrop offsets (with its zero padding when the crop
+// is larger than the image), and the plan of the fused image_decoder (which region to decode, at
+// which DCT scale, and which window of which virtual resize to compute from it).
+//
+// Internal to pipeline/operators (not installed). Thread safety: pure functions; a CropDraws is
+// used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "decoders/decoder.h"
+#include "media/status.h"
+#include "pipeline/kernels/resize.h"
+#include "pipeline/random.h"
+
+namespace hdl {
+
+using kernels::PointYX;
+using kernels::SizeHW;
+
+/// A window of an image: top-left corner and size. Offsets may be negative and the window may
+/// extend past the image (a crop larger than the image, padded with a fill value).
+struct CropWindow {
+  int64_t top = 0;
+  int64_t left = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  friend bool operator==(const CropWindow&, const CropWindow&) = default;
+};
+
+/// Where RandomResizedCrop's random numbers come from, called in torchvision's order. A test
+/// supplies numbers recorded from torchvision; pipelines use StreamDraws.
+class CropDraws {
+ public:
+  virtual ~CropDraws() = default;
+  /// As torch.empty(1).uniform_(lo, hi).item(): a float32 value in [lo, hi), widened to double.
+  virtual double uniform(double lo, double hi) = 0;
+  /// As torch.randint(0, n, size=(1,)).item(): an integer in [0, n). Precondition: n >= 1.
+  virtual int64_t randint(int64_t n) = 0;
+};
+
+/// CropDraws from a pipeline's per-sample RandomStream (not owned; must outlive this).
+class StreamDraws final : public CropDraws {
+ public:
+  explicit StreamDraws(RandomStream& rng) : rng_(rng) {}
+  double uniform(double lo, double hi) override;
+  int64_t randint(int64_t n) override;
+
+ private:
+  RandomStream& rng_;
+};
+
+/// RandomResizedCrop's arguments (torchvision defaults).
+struct RandomResizedCropParams {
+  double scale_lo = 0.08;       ///< area fraction range [scale_lo, scale_hi]
+  double scale_hi = 1.0;
+  double ratio_lo = 3.0 / 4.0;  ///< aspect ratio (w / h) range, sampled log-uniformly
+  double ratio_hi = 4.0 / 3.0;
+  int attempts = 10;            ///< tries before the central-crop fallback (torchvision: 10)
+};
+
+/// torchvision 0.14 RandomResizedCrop.get_params on an image of `image` size: up to `attempts`
+/// times draw an area fraction and a log aspect ratio (float32 draws, log of the float32
+/// ratios), w = round(sqrt(area * r)), h = round(sqrt(area / r)) (half to even); if the window
+/// fits, draw top then left uniformly and return it; else the central crop clamped to the
+/// ratio range. Always inside the image. Precondition: positive sizes, lo <= hi.
+CropWindow random_resized_crop_window(SizeHW image, const RandomResizedCropParams& p,
+                                      CropDraws& draws);
+
+/// Python's int(round(v)) for a double: nearest integer, ties to even.
+int64_t round_half_even(double v);
+
+/// The offset of a crop of `crop` pixels along an axis of `size` pixels, at relative position
+/// `pos` in [0, 1]: round_half_even(pos * (size - crop)) when the crop fits; when it does not,
+/// -floor(pos * (crop - size)), which at pos 0.5 is where torchvision's CenterCrop puts the image
+/// after padding it ((crop - size) // 2 on the left/top).
+int64_t crop_offset(int64_t size, int64_t crop, double pos);
+
+/// torchvision CenterCrop's window: crop_offset(size, crop, 0.5) on each axis.
+CropWindow center_crop_window(SizeHW image, SizeHW crop);
+
+/// A crop-size argument: [s] -> s x s, [h, w] -> h x w; empty -> nullopt.
+std::optional<SizeHW> crop_size_arg(std::span<const int64_t> size);
+
+/// What the fused image_decoder does after choosing a window of the image.
+struct FusedDecodeArgs {
+  std::vector<int64_t> resize;            ///< [] none, [s] shorter side, [h, w]
+  std::optional<int64_t> max_size;        ///< with resize [s]
+  std::optional<SizeHW> center_crop;      ///< after the resize
+  kernels::ResizeOptions options;
+  bool dct_scaling = true;                ///< allow JPEG DCT-domain reduction
+};
+
+/// One image's fused decode: decode `roi` (oriented image pixels) at scale 1/`denom`, giving
+/// `decoded` pixels, which sit at `src_origin` of a virtual `full_in` image (the window at the
+/// decode scale); resize that to `full_out` and keep its window (`dst_origin`, `dst_size`), which
+/// lands at `dst_in_output` of an output of `out_size` (the rest of the output is 0). When
+/// `resample` is false the decoded pixels are the kept window as is (no resize).
+struct DecodePlan {
+  Roi roi;
+  int denom = 1;
+  SizeHW decoded;
+  SizeHW full_in;
+  PointYX src_origin;
+  SizeHW full_out;
+  PointYX dst_origin;
+  SizeHW dst_size;
+  PointYX dst_in_output;
+  SizeHW out_size;
+  bool resample = true;
+};
+
+/// Plans the decode of `window` (inside an oriented image of `image` size). `max_denom` is the
+/// largest DCT reduction the decoder offers (8 for JPEG, 1 otherwise): with args.dct_scaling, the
+/// largest of 8, 4, 2 (<= max_denom) that keeps the window at least twice the resized size in
+/// both dimensions is used, the window is snapped to that scale's pixel grid (nearest), and
+/// `roi` is aligned so the decoder returns exactly those pixels. With denom 1 the result equals
+/// full decode + crop(window) + resize + center crop bit for bit. Returns InvalidArgument for a
+/// window outside the image. `ws` is scratch for the weight tables.
+Result<DecodePlan> plan_decode(SizeHW image, const CropWindow& window, const FusedDecodeArgs& args,
+                               int max_denom, kernels::ResizeWorkspace& ws);
+
+}  // namespace hdl

@@ -1,0 +1,186 @@
+// Normalisation operators: crop_mirror_normalize, normalize, cast.
+#include <algorithm>
+
+#include "pipeline/kernels/normalize.h"
+#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/op_util.h"
+#include "pipeline/registry.h"
+#include "pipeline/spec.h"
+
+namespace hdl {
+namespace {
+
+std::vector<float> to_floats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+kernels::NormalizeParams parse_norm(const NodeSpec& n) {
+  const auto& sd = n.get_floats("std");
+  if (std::any_of(sd.begin(), sd.end(), [](double x) { return !(x > 0); }))
+    throw ConfigError("argument \"std\" must be > 0, got " + ArgValue(sd).to_string());
+  if (!(n.get_float("scale") > 0)) throw ConfigError("argument \"scale\" must be > 0");
+  return {to_floats(n.get_floats("mean")), to_floats(sd), static_cast<float>(n.get_float("scale"))};
+}
+
+// mean/std have 0, 1 or C values once C is known.
+void check_channels(const kernels::NormalizeParams& p, int64_t c) {
+  if (c < 0) return;
+  for (const auto& [name, v] : {std::pair{"mean", &p.mean}, std::pair{"std", &p.std}}) {
+    if (v->size() > 1 && static_cast<int64_t>(v->size()) != c)
+      throw ConfigError("argument \"" + std::string(name) + "\" has " + std::to_string(v->size()) +
+                        " values for " + std::to_string(c) + " channels");
+  }
+}
+
+ArgSchema mean_arg() {
+  return {"mean", ArgType::kFloats, ArgValue(std::vector<double>{}), "per-channel mean in units of x / scale (torchvision Normalize's), or one value; [] = 0"};
+}
+ArgSchema std_arg() {
+  return {"std", ArgType::kFloats, ArgValue(std::vector<double>{}), "per-channel standard deviation (> 0), or one value; [] = 1"};
+}
+ArgSchema scale_arg() {
+  return {"scale", ArgType::kFloat, ArgValue(255.0), "x is divided by this first (255: torchvision ToTensor on uint8)"};
+}
+
+class CropMirrorNormalizeOp final : public Operator {
+ public:
+  explicit CropMirrorNormalizeOp(const NodeSpec& n)
+      : crop_(crop_size_arg(n.get_ints("crop"))), pos_x_(n.get_float("crop_pos_x")),
+        pos_y_(n.get_float("crop_pos_y")), mirror_(n.get_int("mirror") != 0),
+        dtype_(parse_dtype(n.get_string("dtype"))) {
+    options_.norm = parse_norm(n);
+    options_.layout = ops::parse_layout(n.get_string("output_layout"));
+    options_.fill = static_cast<float>(n.get_float("fill"));
+  }
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    ops::require_hwc(in[0], {DType::kU8, DType::kF32});
+    if (dtype_ == DType::kU8 && in[0].dtype != DType::kU8)
+      throw ConfigError("dtype \"uint8\" needs uint8 input (it only crops, mirrors and transposes)");
+    const int64_t c = ops::dim(in[0], 2);
+    check_channels(options_.norm, c);
+    const int64_t h = crop_ ? crop_->h : ops::dim(in[0], 0), w = crop_ ? crop_->w : ops::dim(in[0], 1);
+    return {spec(h, w, c)};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    HDL_ASSIGN_OR_RETURN(double px, ops::float_arg(io, "crop_pos_x", pos_x_, 0, 1));
+    HDL_ASSIGN_OR_RETURN(double py, ops::float_arg(io, "crop_pos_y", pos_y_, 0, 1));
+    const SizeHW size = crop_ ? *crop_ : SizeHW{in.shape[0], in.shape[1]};
+    kernels::CropMirrorNormalizeOptions o = options_;
+    o.top = crop_offset(in.shape[0], size.h, py);
+    o.left = crop_offset(in.shape[1], size.w, px);
+    o.mirror = ops::flag_arg(io, "mirror", mirror_);
+    const TensorSpec s = spec(size.h, size.w, in.shape[2]);
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s.shape, s.dtype, s.layout));
+    return kernels::crop_mirror_normalize(in, out, o);
+  }
+
+ private:
+  TensorSpec spec(int64_t h, int64_t w, int64_t c) const {
+    if (options_.layout == Layout::kCHW) return TensorSpec{dtype_, Shape{c, h, w}, Layout::kCHW};
+    return TensorSpec{dtype_, Shape{h, w, c}, Layout::kHWC};
+  }
+
+  std::optional<SizeHW> crop_;
+  double pos_x_, pos_y_;
+  bool mirror_;
+  DType dtype_;
+  kernels::CropMirrorNormalizeOptions options_;
+};
+
+class NormalizeOp final : public Operator {
+ public:
+  explicit NormalizeOp(const NodeSpec& n) : params_(parse_norm(n)) {}
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    const TensorSpec& s = in[0];
+    if (s.shape.ndim() != 3 || (s.layout != Layout::kHWC && s.layout != Layout::kCHW) ||
+        (s.dtype != DType::kU8 && s.dtype != DType::kF32))
+      throw ConfigError("input must be HWC or CHW uint8 or float32 images, got " + std::string(dtype_name(s.dtype)) +
+                        " " + layout_name(s.layout) + " " + s.shape.to_string());
+    check_channels(params_, s.shape[s.layout == Layout::kCHW ? 0 : 2]);
+    return {TensorSpec{DType::kF32, s.shape, s.layout}};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, DType::kF32, in.layout));
+    return kernels::normalize(in, out, params_, in.layout == Layout::kCHW ? 0 : 2);
+  }
+
+ private:
+  kernels::NormalizeParams params_;
+};
+
+class CastOp final : public Operator {
+ public:
+  explicit CastOp(const NodeSpec& n) : dtype_(parse_dtype(n.get_string("dtype"))) {}
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    return {TensorSpec{dtype_, in[0].shape, in[0].layout}};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, dtype_, in.layout));
+    return kernels::cast(in, out);
+  }
+
+ private:
+  DType dtype_;
+};
+
+const std::vector<std::string> kDtypes = {"uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32"};
+
+}  // namespace
+
+OpSchema crop_mirror_normalize_schema() {
+  OpSchema s;
+  s.name = "crop_mirror_normalize";
+  s.doc = "Crop, mirror, normalise, change layout and cast in one pass, as torchvision "
+          "CenterCrop + hflip + ToTensor + Normalize: out = (x / scale - mean) / std in float32, "
+          "then rounded to dtype. uint8 output only crops, mirrors and transposes. Window pixels "
+          "outside the image read as `fill`.";
+  s.inputs = {{"images", "HWC uint8 or float32"}};
+  s.outputs = {{"images", "[C, h, w] (CHW) or [h, w, C] (HWC) of dtype"}};
+  s.args = {
+      {"crop", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] (no crop), [s] or [h, w]", all_of({list_size({0, 1, 2}), at_least(1)})},
+      {"crop_pos_x", ArgType::kFloat, ArgValue(0.5), "relative horizontal window position (0.5: CenterCrop)", in_range(0, 1), true},
+      {"crop_pos_y", ArgType::kFloat, ArgValue(0.5), "relative vertical window position (0.5: CenterCrop)", in_range(0, 1), true},
+      {"mirror", ArgType::kInt, ArgValue(0), "1: flip the window left-right", in_range(0, 1), true},
+      mean_arg(),
+      std_arg(),
+      scale_arg(),
+      {"dtype", ArgType::kString, ArgValue("float32"), "float32, float16, bfloat16 or uint8", one_of({"float32", "float16", "bfloat16", "uint8"})},
+      {"output_layout", ArgType::kString, ArgValue("CHW"), "CHW or HWC", one_of({"CHW", "HWC"})},
+      {"fill", ArgType::kFloat, ArgValue(0.0), "source value of window pixels outside the image"},
+  };
+  s.create = [](const NodeSpec& n) { return std::make_unique<CropMirrorNormalizeOp>(n); };
+  return s;
+}
+
+OpSchema normalize_schema() {
+  OpSchema s;
+  s.name = "normalize";
+  s.doc = "torchvision ToTensor + Normalize arithmetic on HWC or CHW uint8/float32 images: "
+          "out = (x / scale - mean[c]) / std[c] in float32; the layout is kept.";
+  s.inputs = {{"images", "HWC or CHW, uint8 or float32"}};
+  s.outputs = {{"images", "float32, same shape and layout"}};
+  s.args = {mean_arg(), std_arg(), scale_arg()};
+  s.create = [](const NodeSpec& n) { return std::make_unique<NormalizeOp>(n); };
+  return s;
+}
+
+OpSchema cast_schema() {
+  OpSchema s;
+  s.name = "cast";
+  s.doc = "Converts tensors to another dtype as Tensor.to(): float -> integer truncates toward "
+          "zero (saturating), float16/bfloat16 round to nearest even.";
+  s.inputs = {{"input", "any tensor"}};
+  s.outputs = {{"output", "same shape and layout"}};
+  s.args = {{"dtype", ArgType::kString, std::nullopt, "uint8, int16, int32, int64, float16, bfloat16 or float32", one_of(kDtypes)}};
+  s.create = [](const NodeSpec& n) { return std::make_unique<CastOp>(n); };
+  return s;
+}
+
+}  // namespace hdl

@@ -1,0 +1,50 @@
+// Helpers shared by the image operators (internal to pipeline/operators): input checks for
+// infer_outputs, per-sample argument access, argument validators.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "pipeline/errors.h"
+#include "pipeline/operator.h"
+#include "pipeline/schema.h"
+
+namespace hdl::ops {
+
+/// Throws ConfigError("input must be HWC <dtypes> images, got ...") unless `s` is a 3-D HWC
+/// tensor of one of `dtypes` (empty: any dtype) and, if `channels` is non-empty and the channel
+/// count is known, one of those channel counts.
+void require_hwc(const TensorSpec& s, std::initializer_list<DType> dtypes,
+                 std::initializer_list<int64_t> channels = {});
+
+/// Dimension i of a 3-D spec (-1 when unknown).
+inline int64_t dim(const TensorSpec& s, int i) { return s.shape.ndim() == 3 ? s.shape[i] : -1; }
+
+/// The same image shape with another dtype or channel count.
+inline TensorSpec hwc_spec(DType dtype, int64_t h, int64_t w, int64_t c) {
+  return TensorSpec{dtype, Shape{h, w, c}, Layout::kHWC};
+}
+
+/// "CHW" / "HWC" -> Layout.
+inline Layout parse_layout(const std::string& s) { return s == "CHW" ? Layout::kCHW : Layout::kHWC; }
+
+/// The per-sample value of an int-like flag argument (e.g. mirror) or its constant.
+inline bool flag_arg(const SampleIO& io, const char* name, bool constant) {
+  return io.scalar_arg(name, constant ? 1.0 : 0.0) != 0.0;
+}
+
+/// A per-sample float argument, checked against [lo, hi]; InvalidArgument names it otherwise.
+Result<double> float_arg(const SampleIO& io, const char* name, double constant, double lo, double hi);
+
+/// Validator: every element odd and positive.
+ArgValidator odd_positive();
+
+/// Throws ConfigError naming `arg` unless `fill` has 0, 1 or `channels` values (channels < 0:
+/// not known yet, anything goes).
+void check_fill(const std::vector<double>& fill, int64_t channels, const char* arg = "fill");
+
+}  // namespace hdl::ops

@@ -1,0 +1,196 @@
+// Window geometry vs torchvision 0.14 itself (torchvision_geometry.py, run with /usr/bin/python3):
+// RandomResizedCrop.get_params fed the very draws torchvision made (recorded by wrapping
+// uniform_ and randint) returns the same window, including the central-crop fallback on extreme
+// aspect ratios; CenterCrop offsets (with padding) and Resize output sizes for odd sizes.
+#include "pipeline/operators/decode_geometry.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace hdl {
+namespace {
+
+std::vector<std::string> torchvision_lines() {
+  const std::string cmd = "/usr/bin/python3 " HDL_SOURCE_DIR "/tests/pipeline/operators/torchvision_geometry.py 2>/dev/null";
+  std::vector<std::string> lines;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return lines;
+  char buf[512];
+  while (fgets(buf, sizeof buf, f)) lines.emplace_back(buf);
+  pclose(f);
+  return lines;
+}
+
+const std::vector<std::string>& reference() {
+  static const std::vector<std::string> lines = torchvision_lines();
+  return lines;
+}
+
+// Replays recorded torchvision draws; fails the test when asked for a draw of another kind.
+class RecordedDraws final : public CropDraws {
+ public:
+  void add(char kind, double v) { draws_.push_back({kind, v}); }
+  double uniform(double lo, double hi) override {
+    const auto d = next('U');
+    EXPECT_GE(d, lo - 1e-6);
+    EXPECT_LE(d, hi + 1e-6);
+    return d;
+  }
+  int64_t randint(int64_t n) override {
+    const auto d = static_cast<int64_t>(next('I'));
+    EXPECT_LT(d, n);
+    return d;
+  }
+  bool all_used() const { return used_ == draws_.size(); }
+
+ private:
+  double next(char kind) {
+    if (used_ >= draws_.size() || draws_[used_].first != kind) {
+      ADD_FAILURE() << "draw " << used_ << " is not of kind " << kind;
+      return 0;
+    }
+    return draws_[used_++].second;
+  }
+  std::vector<std::pair<char, double>> draws_;
+  size_t used_ = 0;
+};
+
+#define REQUIRE_REFERENCE() \
+  if (reference().empty()) GTEST_SKIP() << "torchvision (/usr/bin/python3) unavailable"
+
+TEST(DecodeGeometry, RandomResizedCropWindowsEqualTorchvisionGivenItsDraws) {
+  REQUIRE_REFERENCE();
+  int cases = 0, fallbacks = 0;
+  for (size_t i = 0; i < reference().size(); ++i) {
+    std::istringstream head(reference()[i]);
+    std::string tag;
+    head >> tag;
+    if (tag != "RRC") continue;
+    SizeHW image;
+    int seed;
+    RandomResizedCropParams p;
+    head >> image.h >> image.w >> seed >> p.scale_lo >> p.scale_hi >> p.ratio_lo >> p.ratio_hi;
+    RecordedDraws draws;
+    bool any_randint = false;
+    CropWindow want;
+    for (++i; i < reference().size(); ++i) {
+      std::istringstream line(reference()[i]);
+      line >> tag;
+      if (tag == "WIN") {
+        line >> want.top >> want.left >> want.height >> want.width;
+        break;
+      }
+      double v;
+      line >> v;
+      draws.add(tag[0], v);
+      any_randint |= tag == "I";
+    }
+    const CropWindow got = random_resized_crop_window(image, p, draws);
+    EXPECT_EQ(got, want) << reference()[i] << " for " << image.h << "x" << image.w << " seed " << seed;
+    EXPECT_TRUE(draws.all_used()) << image.h << "x" << image.w << " seed " << seed;
+    ++cases;
+    fallbacks += !any_randint;
+  }
+  EXPECT_GT(cases, 500);
+  EXPECT_GT(fallbacks, 50);  // the extreme aspect ratios take the central-crop fallback
+}
+
+TEST(DecodeGeometry, CenterCropOffsetsEqualTorchvision) {
+  REQUIRE_REFERENCE();
+  int n = 0;
+  for (const std::string& l : reference()) {
+    std::istringstream line(l);
+    std::string tag;
+    SizeHW image, crop;
+    int64_t top, left;
+    if (!(line >> tag) || tag != "CC") continue;
+    line >> image.h >> image.w >> crop.h >> crop.w >> top >> left;
+    EXPECT_EQ(center_crop_window(image, crop), (CropWindow{top, left, crop.h, crop.w})) << l;
+    ++n;
+  }
+  EXPECT_GT(n, 50);
+}
+
+TEST(DecodeGeometry, FusedResizeSizesEqualTorchvision) {
+  REQUIRE_REFERENCE();
+  kernels::ResizeWorkspace ws;
+  int n = 0;
+  for (const std::string& l : reference()) {
+    std::istringstream line(l);
+    std::string tag;
+    SizeHW image, want;
+    int64_t size, max_size;
+    if (!(line >> tag) || tag != "RS") continue;
+    line >> image.h >> image.w >> size >> max_size >> want.h >> want.w;
+    FusedDecodeArgs args;
+    args.resize = {size};
+    if (max_size > 0) args.max_size = max_size;
+    auto plan = plan_decode(image, {0, 0, image.h, image.w}, args, 1, ws);
+    if (want.h < 0) {
+      EXPECT_FALSE(plan.is_ok()) << l;  // a side of 0: torch refuses too
+    } else {
+      ASSERT_TRUE(plan.is_ok()) << l << ": " << plan.status().to_string();
+      EXPECT_EQ(plan->out_size, want) << l;
+      EXPECT_EQ(plan->full_out, want) << l;
+    }
+    ++n;
+  }
+  EXPECT_GT(n, 50);
+}
+
+TEST(DecodeGeometry, CropOffsetAtTheEndsAndOutside) {
+  EXPECT_EQ(crop_offset(500, 224, 0.0), 0);
+  EXPECT_EQ(crop_offset(500, 224, 1.0), 276);
+  EXPECT_EQ(crop_offset(225, 224, 0.5), 0);   // round(0.5) = 0 (half to even)
+  EXPECT_EQ(crop_offset(227, 224, 0.5), 2);   // round(1.5) = 2
+  EXPECT_EQ(crop_offset(100, 105, 0.5), -2);  // padded: (105 - 100) // 2 on the left
+  EXPECT_EQ(crop_offset(100, 105, 1.0), -5);
+  EXPECT_EQ(round_half_even(2.5), 2);
+  EXPECT_EQ(round_half_even(-0.5), 0);
+}
+
+TEST(DecodeGeometry, EvalPlanDecodesOnlyTheSpanAtFullResolution) {
+  kernels::ResizeWorkspace ws;
+  FusedDecodeArgs args;
+  args.resize = {256};
+  args.center_crop = SizeHW{224, 224};
+  auto plan = plan_decode({375, 500}, {0, 0, 375, 500}, args, 8, ws);
+  ASSERT_TRUE(plan.is_ok());
+  EXPECT_EQ(plan->denom, 1);  // 375 < 2 * 256: no DCT scaling
+  EXPECT_EQ(plan->full_out, (SizeHW{256, 341}));
+  EXPECT_EQ(plan->dst_origin, (PointYX{16, 58}));
+  EXPECT_EQ(plan->out_size, (SizeHW{224, 224}));
+  EXPECT_LT(plan->roi.w, 500);
+  EXPECT_LT(plan->roi.h, 375);
+  EXPECT_EQ(plan->decoded, (SizeHW{plan->roi.h, plan->roi.w}));
+}
+
+TEST(DecodeGeometry, DctPlanAlignsTheRegionToTheScaledGrid) {
+  kernels::ResizeWorkspace ws;
+  FusedDecodeArgs args;
+  args.resize = {64, 64};
+  const SizeHW image{1001, 1503};
+  const CropWindow window{13, 29, 611, 907};
+  auto plan = plan_decode(image, window, args, 8, ws);
+  ASSERT_TRUE(plan.is_ok());
+  EXPECT_EQ(plan->denom, 4);  // 611 / 4 >= 128; 611 / 8 < 128
+  EXPECT_EQ(plan->roi.x % 4, 0);
+  EXPECT_EQ(plan->roi.y % 4, 0);
+  EXPECT_EQ(plan->decoded.w, (plan->roi.w + 3) / 4);
+  EXPECT_EQ(plan->decoded.h, (plan->roi.h + 3) / 4);
+  EXPECT_NEAR(plan->full_in.w, 907 / 4.0, 1.0);
+  args.dct_scaling = false;
+  plan = plan_decode(image, window, args, 8, ws);
+  ASSERT_TRUE(plan.is_ok());
+  EXPECT_EQ(plan->denom, 1);
+  EXPECT_EQ(plan->roi, (Roi{29, 13, 907, 611}));
+}
+
+}  // namespace
+}  // namespace hdl
