@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # README command 2: installs what is needed, builds, and runs the whole test suite:
 #   1. the GoogleTest suite (CTest) on a Release build;
-#   2. the same suite under AddressSanitizer (decoders on every corpus file, early-stop races).
+#   2. the Python package's pytest suite (tests/python) against build/python;
+#   3. the GoogleTest suite under AddressSanitizer (decoders on every corpus file, early-stop races).
 # Tests use the real-media corpus from ../shared/corpus/make_corpus.sh, built once into
 # build/corpus and reused (HDL_CORPUS_DIR overrides). Without ../shared, corpus tests are
-# skipped with a visible reason. SKIP_ASAN=1 skips step 2.
+# skipped with a visible reason. SKIP_ASAN=1 skips step 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -23,8 +24,11 @@ else
 fi
 
 echo "== Release build and tests" >&2
-BUILD_DIR=build bash scripts/build.sh -DHDL_BUILD_TESTS=ON -DHDL_BUILD_SAMPLES=ON
+BUILD_DIR=build bash scripts/build.sh -DHDL_BUILD_TESTS=ON -DHDL_BUILD_SAMPLES=ON -DHDL_BUILD_PYTHON=ON
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
+
+echo "== Python tests (pytest, Debian's /usr/bin/python3 with torch)" >&2
+PYTHONPATH="$ROOT/build/python" /usr/bin/python3 -m pytest "$ROOT/tests/python" -q
 
 if [ "${SKIP_ASAN:-0}" != 1 ]; then
   echo "== AddressSanitizer build and tests" >&2

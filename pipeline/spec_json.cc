@@ -1,0 +1,230 @@
+#include "pipeline/spec_json.h"
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "pipeline/errors.h"
+
+namespace hdl {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kFormat = "hdl-pipeline-spec";
+constexpr int kVersion = 1;
+
+// ---- writing ----------------------------------------------------------------------------
+
+double finite(double d, const std::string& where) {
+  if (!std::isfinite(d)) throw ConfigError(where + ": JSON cannot hold the float " + std::to_string(d));
+  return d;
+}
+
+Json arg_to_json(const ArgValue& v, const std::string& where) {
+  switch (v.type()) {
+    case ArgType::kBool: return v.get<bool>();
+    case ArgType::kInt: return v.get<int64_t>();
+    case ArgType::kFloat: return finite(v.get<double>(), where);
+    case ArgType::kString: return v.get<std::string>();
+    case ArgType::kInts: return v.get<std::vector<int64_t>>();
+    case ArgType::kFloats: {
+      Json a = Json::array();
+      for (double d : v.get<std::vector<double>>()) a.push_back(finite(d, where));
+      return a;
+    }
+    case ArgType::kStrings: return v.get<std::vector<std::string>>();
+  }
+  return nullptr;
+}
+
+Json ref_to_json(const PipelineSpec& spec, TensorRef r, const std::string& where) {
+  if (r.node < 0 || r.node >= static_cast<int>(spec.nodes().size()))
+    throw ConfigError(where + ": refers to node " + std::to_string(r.node) + ", which does not exist");
+  return Json{{"node", spec.nodes()[r.node].name}, {"output", r.output}};
+}
+
+// ---- reading ----------------------------------------------------------------------------
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw ConfigError(path + ": " + what);
+}
+
+const char* kind_of(const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::object: return "an object";
+    case Json::value_t::array: return "a list";
+    case Json::value_t::string: return "a string";
+    case Json::value_t::boolean: return "a bool";
+    case Json::value_t::binary: return "binary";
+    case Json::value_t::discarded: return "nothing";
+    default: return "a number";
+  }
+}
+
+const Json& member(const Json& obj, const std::string& path, const char* key, Json::value_t type,
+                   const char* type_text) {
+  auto it = obj.find(key);
+  if (it == obj.end()) fail(path, std::string("missing \"") + key + "\"");
+  const bool ok = it->type() == type ||
+                  (type == Json::value_t::number_integer && it->is_number_unsigned());
+  if (!ok) fail(path + "." + key, std::string("expected ") + type_text + ", got " + kind_of(*it));
+  return *it;
+}
+
+// Optional member: nullptr when absent.
+const Json* optional_member(const Json& obj, const std::string& path, const char* key,
+                            bool (Json::*is)() const noexcept, const char* type_text) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return nullptr;
+  if (!((*it).*is)()) fail(path + "." + key, std::string("expected ") + type_text + ", got " + kind_of(*it));
+  return &*it;
+}
+
+ArgValue arg_from_json(const Json& j, const std::string& path) {
+  if (j.is_boolean()) return ArgValue(j.get<bool>());
+  if (j.is_number_integer()) return ArgValue(j.get<int64_t>());
+  if (j.is_number_float()) return ArgValue(j.get<double>());
+  if (j.is_string()) return ArgValue(j.get<std::string>());
+  if (!j.is_array()) fail(path, std::string("expected a bool, number, string or list, got ") + kind_of(j));
+  if (j.empty()) return ArgValue(std::vector<int64_t>{});
+  if (j[0].is_string()) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < j.size(); ++i) {
+      if (!j[i].is_string())
+        fail(path + "[" + std::to_string(i) + "]", std::string("expected a string, got ") + kind_of(j[i]));
+      out.push_back(j[i].get<std::string>());
+    }
+    return ArgValue(std::move(out));
+  }
+  bool any_float = false;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_number())
+      fail(path + "[" + std::to_string(i) + "]", std::string("expected a number, got ") + kind_of(j[i]));
+    any_float |= j[i].is_number_float();
+  }
+  if (any_float) {
+    std::vector<double> out;
+    for (const auto& e : j) out.push_back(e.get<double>());
+    return ArgValue(std::move(out));
+  }
+  std::vector<int64_t> out;
+  for (const auto& e : j) out.push_back(e.get<int64_t>());
+  return ArgValue(std::move(out));
+}
+
+Stage stage_from_name(const std::string& s, const std::string& path) {
+  if (s == "cpu") return Stage::kCpu;
+  if (s == "mixed") return Stage::kMixed;
+  if (s == "gpu" || s == "device") return Stage::kDevice;
+  fail(path, "stage must be \"cpu\", \"mixed\" or \"gpu\", got \"" + s + "\"");
+}
+
+// A {"node": name, "output": i} reference; node names resolve to indices in `index`.
+TensorRef ref_from_json(const Json& j, const std::string& path, const std::map<std::string, int>& index) {
+  if (!j.is_object()) fail(path, std::string("expected {\"node\": name, \"output\": index}, got ") + kind_of(j));
+  const std::string& node = member(j, path, "node", Json::value_t::string, "a node name").get_ref<const std::string&>();
+  auto it = index.find(node);
+  if (it == index.end()) fail(path + ".node", "no node named \"" + node + "\"");
+  int output = 0;
+  if (auto o = j.find("output"); o != j.end()) {
+    if (!o->is_number_integer() || o->get<int64_t>() < 0)
+      fail(path + ".output", std::string("expected an output index >= 0, got ") + o->dump());
+    output = o->get<int>();
+  }
+  return {it->second, output};
+}
+
+}  // namespace
+
+std::string to_json(const PipelineSpec& spec, int indent) {
+  Json doc;
+  doc["format"] = kFormat;
+  doc["version"] = kVersion;
+  Json nodes = Json::array();
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < spec.nodes().size(); ++i) {
+    const NodeSpec& n = spec.nodes()[i];
+    const std::string where = "node " + std::to_string(i) + " (" + n.describe() + ")";
+    if (n.name.empty()) throw ConfigError(where + ": has no name");
+    if (!seen.emplace(n.name, static_cast<int>(i)).second)
+      throw ConfigError(where + ": the name is used by another node too");
+    Json node;
+    node["name"] = n.name;
+    node["op"] = n.op;
+    node["stage"] = stage_name(n.stage);
+    node["inputs"] = Json::array();
+    for (TensorRef r : n.inputs) node["inputs"].push_back(ref_to_json(spec, r, where));
+    node["args"] = Json::object();
+    for (const auto& [k, v] : n.args) node["args"][k] = arg_to_json(v, where + " argument \"" + k + "\"");
+    node["arg_inputs"] = Json::object();
+    for (const auto& [k, r] : n.arg_inputs) node["arg_inputs"][k] = ref_to_json(spec, r, where);
+    nodes.push_back(std::move(node));
+  }
+  doc["nodes"] = std::move(nodes);
+  doc["outputs"] = Json::array();
+  for (TensorRef r : spec.outputs()) doc["outputs"].push_back(ref_to_json(spec, r, "pipeline output"));
+  return doc.dump(indent);
+}
+
+PipelineSpec spec_from_json(const std::string& text) {
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    // e.byte is the position; nlohmann's message says what it expected there.
+    throw ConfigError("$: not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+  }
+  if (!doc.is_object()) fail("$", std::string("expected an object, got ") + kind_of(doc));
+  if (auto f = optional_member(doc, "$", "format", &Json::is_string, "a string"))
+    if (f->get<std::string>() != kFormat)
+      fail("$.format", "expected \"" + std::string(kFormat) + "\", got \"" + f->get<std::string>() + "\"");
+  if (auto v = optional_member(doc, "$", "version", &Json::is_number_integer, "an integer"))
+    if (v->get<int64_t>() != kVersion)
+      fail("$.version", "this build reads version " + std::to_string(kVersion) + ", got " + v->dump());
+  const Json& nodes = member(doc, "$", "nodes", Json::value_t::array, "a list of nodes");
+
+  // First pass: names, so that edges may point forwards as well as backwards.
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::string path = "$.nodes[" + std::to_string(i) + "]";
+    if (!nodes[i].is_object()) fail(path, std::string("expected an object, got ") + kind_of(nodes[i]));
+    const auto& name = member(nodes[i], path, "name", Json::value_t::string, "a string").get_ref<const std::string&>();
+    if (name.empty()) fail(path + ".name", "must not be empty");
+    if (!index.emplace(name, static_cast<int>(i)).second) fail(path + ".name", "\"" + name + "\" is used twice");
+  }
+  PipelineSpec spec;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Json& j = nodes[i];
+    const std::string path = "$.nodes[" + std::to_string(i) + "]";
+    const auto& op = member(j, path, "op", Json::value_t::string, "an operator name").get_ref<const std::string&>();
+    Stage stage = Stage::kCpu;
+    if (auto s = optional_member(j, path, "stage", &Json::is_string, "a string"))
+      stage = stage_from_name(s->get<std::string>(), path + ".stage");
+    std::vector<TensorRef> inputs;
+    if (auto in = optional_member(j, path, "inputs", &Json::is_array, "a list"))
+      for (size_t k = 0; k < in->size(); ++k)
+        inputs.push_back(ref_from_json((*in)[k], path + ".inputs[" + std::to_string(k) + "]", index));
+    PipelineSpec::Args args;
+    if (auto a = optional_member(j, path, "args", &Json::is_object, "an object"))
+      for (const auto& [k, v] : a->items()) args.emplace_back(k, arg_from_json(v, path + ".args." + k));
+    PipelineSpec::ArgInputs arg_inputs;
+    if (auto a = optional_member(j, path, "arg_inputs", &Json::is_object, "an object"))
+      for (const auto& [k, v] : a->items())
+        arg_inputs.emplace_back(k, ref_from_json(v, path + ".arg_inputs." + k, index));
+    for (const auto& [k, v] : j.items())
+      if (k != "name" && k != "op" && k != "stage" && k != "inputs" && k != "args" && k != "arg_inputs")
+        fail(path + "." + k, "unknown key (expected name, op, stage, inputs, args, arg_inputs)");
+    spec.add(op, std::move(inputs), std::move(args), std::move(arg_inputs),
+             j["name"].get<std::string>(), stage);
+  }
+  std::vector<TensorRef> outputs;
+  const Json& outs = member(doc, "$", "outputs", Json::value_t::array, "a list of outputs");
+  for (size_t k = 0; k < outs.size(); ++k)
+    outputs.push_back(ref_from_json(outs[k], "$.outputs[" + std::to_string(k) + "]", index));
+  spec.set_outputs(std::move(outputs));
+  return spec;
+}
+
+}  // namespace hdl

@@ -1,0 +1,37 @@
+// PipelineSpec <-> JSON text: save a pipeline description to a file and load it back, with no
+// code execution (unlike pickle) and in a form people can read and diff.
+//
+//   std::string text = hdl::to_json(spec);
+//   hdl::PipelineSpec again = hdl::spec_from_json(text);   // equal to spec
+//
+// The document:
+//   {"format": "hdl-pipeline-spec", "version": 1,
+//    "nodes": [{"name": "reader", "op": "file_reader", "stage": "cpu",
+//               "inputs": [], "args": {"file_root": "data/train", "shuffle": true},
+//               "arg_inputs": {}}, ...],
+//    "outputs": [{"node": "decode", "output": 0}, {"node": "reader", "output": 1}]}
+// Edges name nodes by their unique name, not by index. Argument values keep their type: JSON
+// integers are ints, JSON numbers with a fraction or exponent are floats (1.0 stays a float),
+// a list of numbers with any float in it is list[float], an empty list is list[int] (which
+// validation accepts as an empty list of any type). Nothing is validated against the operator
+// schemas here; that happens when a Pipeline is built from the spec.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include "pipeline/spec.h"
+
+namespace hdl {
+
+/// The spec as a JSON document (pretty-printed with `indent` spaces; -1: one line).
+/// Node names must be unique and non-empty (PipelineSpec::add guarantees it). Throws
+/// ConfigError for a value JSON cannot hold (a non-finite float) or a dangling edge.
+std::string to_json(const PipelineSpec& spec, int indent = 2);
+
+/// Parses a document made by to_json (or written by hand). Throws ConfigError naming the JSON
+/// path of the first problem, e.g. `$.nodes[2].args.size[1]: expected a number, got "a"`.
+PipelineSpec spec_from_json(const std::string& text);
+
+}  // namespace hdl

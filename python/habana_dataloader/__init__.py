@@ -1,0 +1,18 @@
+"""habana_dataloader: a hardware-accelerated media data loader for PyTorch.
+
+- ``HabanaDataLoader``: a drop-in for ``torch.utils.data.DataLoader``; runs torchvision
+  ImageFolder pipelines natively (threads, no worker processes, no pickling) and falls back
+  to torch for anything else, saying why.
+- ``Pipeline`` / ``MediaPipe`` + ``fn``: build your own graph of operators.
+- ``DataError``: a sample could not be produced (``.code`` names the status).
+"""
+
+from . import _C
+from . import fn
+from ._C import DataError
+from ._graph import DataNode
+from .loader import HabanaDataLoader
+from .pipeline import MediaPipe, Pipeline
+
+__version__ = "0.1.0"
+__all__ = ["DataError", "DataNode", "HabanaDataLoader", "MediaPipe", "Pipeline", "fn", "__version__"]

@@ -1,0 +1,229 @@
+"""torchvision datasets and transforms -> a pipeline graph, or the reason it cannot be one.
+
+The mapping keeps torchvision's semantics: ImageFolder's own ``samples`` (paths, labels and
+order), PIL-stage transforms in order (the leading RandomResizedCrop / Resize / CenterCrop
+fused into the decoder, which then decodes only the region it needs), ToTensor + Normalize
+as one crop_mirror_normalize pass to float32 CHW. Every operator and fused decoder argument is
+looked up in the registry at run time; what is missing becomes a fallback reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torchvision.transforms as T
+from torch.utils.data import Subset
+from torchvision.datasets import DatasetFolder
+from torchvision.datasets.folder import default_loader, pil_loader
+
+from . import fn
+from ._graph import DataNode
+
+
+class Unsupported(Exception):
+    """The dataset or transform cannot run natively; str() is the reason."""
+
+
+_INTERP = {"nearest": "nearest", "bilinear": "bilinear", "bicubic": "bicubic", "box": "box",
+           "lanczos": "lanczos"}
+
+
+def _has(op: str, *args: str) -> bool:
+    s = fn.schemas.get(op)
+    return s is not None and all(any(a["name"] == x for a in s["args"]) for x in args)
+
+
+def _require(op: str, *args: str) -> None:
+    if not _has(op, *args):
+        what = f"operator {op!r}" + (f" with argument(s) {', '.join(args)}" if args else "")
+        raise Unsupported(f"this build has no {what}")
+
+
+def _interp(mode: Any, where: str) -> str:
+    name = getattr(mode, "value", mode)
+    if isinstance(name, int):  # a PIL constant in old code
+        name = {0: "nearest", 2: "bilinear", 3: "bicubic", 4: "box", 1: "lanczos"}.get(name, str(name))
+    name = str(name).lower()
+    if name not in _INTERP:
+        raise Unsupported(f"{where}: interpolation {name!r} has no native kernel")
+    return _INTERP[name]
+
+
+def _hw(size: Any) -> List[int]:
+    if isinstance(size, int):
+        return [size, size]
+    size = list(size)
+    return [int(size[0]), int(size[0])] if len(size) == 1 else [int(size[0]), int(size[1])]
+
+
+def unwrap_dataset(dataset: Any) -> Tuple[DatasetFolder, Optional[List[int]]]:
+    """The ImageFolder/DatasetFolder under any Subsets, and the index map they make."""
+    indices: Optional[List[int]] = None
+    ds = dataset
+    while isinstance(ds, Subset):
+        idx = [int(i) for i in ds.indices]
+        indices = idx if indices is None else [idx[i] for i in indices]
+        ds = ds.dataset
+    if not isinstance(ds, DatasetFolder):
+        raise Unsupported(f"the dataset is a {type(ds).__name__}, not a torchvision ImageFolder/DatasetFolder (or a Subset of one)")
+    if type(ds).__getitem__ is not DatasetFolder.__getitem__:
+        raise Unsupported(f"{type(ds).__name__} overrides __getitem__")
+    if ds.loader not in (default_loader, pil_loader):
+        raise Unsupported(f"the dataset's loader is {getattr(ds.loader, '__name__', ds.loader)!r}, not torchvision's default image loader")
+    if ds.target_transform is not None:
+        raise Unsupported("target_transform is set")
+    return ds, indices
+
+
+def _flatten(t: Any) -> List[Any]:
+    if t is None:
+        return []
+    if type(t) is T.Compose:
+        return [x for sub in t.transforms for x in _flatten(sub)]
+    return [t]
+
+
+_FLIPS = (T.RandomHorizontalFlip, T.RandomVerticalFlip)
+_PIL_STAGE = (T.RandomResizedCrop, T.Resize, T.CenterCrop, T.RandomCrop, T.ColorJitter,
+              T.Grayscale, T.Pad, T.GaussianBlur) + _FLIPS
+
+
+def _split(transform: Any):
+    """(PIL-stage transforms, 'ToTensor'/'PILToTensor', tensor-stage Normalize or None)."""
+    ts = _flatten(transform)
+    pil: List[Any] = []
+    to_tensor = None
+    float_out = False
+    normalize = None
+    for t in ts:
+        kind = type(t)
+        if to_tensor is None:
+            if kind is T.ToTensor:
+                to_tensor, float_out = "ToTensor", True
+            elif kind is T.PILToTensor:
+                to_tensor = "PILToTensor"
+            elif kind in _PIL_STAGE:
+                pil.append(t)
+            else:
+                raise Unsupported(f"transform {kind.__name__} has no native mapping")
+        elif kind in _FLIPS:
+            pil.append(t)  # flips commute with the per-pixel conversion
+        elif kind is T.ConvertImageDtype:
+            if t.dtype != torch.float32:
+                raise Unsupported(f"ConvertImageDtype({t.dtype}) (only torch.float32 is native)")
+            float_out = True
+        elif kind is T.Normalize and normalize is None:
+            if not float_out:
+                raise Unsupported("Normalize on a uint8 tensor (torch would fail too)")
+            normalize = t
+        else:
+            raise Unsupported(f"transform {kind.__name__} after {to_tensor} has no native mapping")
+    if to_tensor is None:
+        raise Unsupported("the transform does not end in a tensor (no ToTensor/PILToTensor): torch's default collate cannot batch PIL images either")
+    return pil, float_out, normalize
+
+
+def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
+    """image_decoder arguments taking over the leading transforms, and how many it took."""
+    args: Dict[str, Any] = {"output_type": "rgb"}
+    if _has("image_decoder", "dct_scaling"):
+        args["dct_scaling"] = False  # exact: same pixels as decode + crop + resize
+    fused = _has("image_decoder", "random_crop", "scale", "ratio", "resize", "max_size",
+                 "interpolation", "antialias", "center_crop")
+    i = 0
+    if not fused or not pil:
+        return args, 0
+    first = pil[0]
+    if type(first) is T.RandomResizedCrop:
+        args.update(random_crop="resized", scale=list(first.scale), ratio=list(first.ratio),
+                    resize=_hw(first.size), interpolation=_interp(first.interpolation, "RandomResizedCrop"),
+                    antialias=True)  # PIL images are always resampled with antialiasing
+        i = 1
+    elif type(first) is T.Resize:
+        size = [first.size] if isinstance(first.size, int) else list(first.size)
+        args.update(resize=size, interpolation=_interp(first.interpolation, "Resize"), antialias=True)
+        if first.max_size:
+            args["max_size"] = int(first.max_size)
+        i = 1
+    if i < len(pil) and type(pil[i]) is T.CenterCrop:
+        args["center_crop"] = _hw(pil[i].size)
+        i += 1
+    return args, i
+
+
+def _map_one(t: Any, x: DataNode) -> DataNode:
+    kind = type(t)
+    if kind is T.RandomResizedCrop:
+        _require("random_resized_crop")
+        return fn.random_resized_crop(x, size=_hw(t.size), scale=list(t.scale), ratio=list(t.ratio),
+                                      interpolation=_interp(t.interpolation, "RandomResizedCrop"), antialias=True)
+    if kind is T.Resize:
+        _require("resize")
+        size = [t.size] if isinstance(t.size, int) else list(t.size)
+        return fn.resize(x, size=size, max_size=int(t.max_size or 0),
+                         interpolation=_interp(t.interpolation, "Resize"), antialias=True)
+    if kind is T.CenterCrop:
+        _require("crop")
+        return fn.crop(x, crop=_hw(t.size))
+    if kind is T.RandomCrop:
+        _require("crop")
+        _require("random_uniform")
+        if t.pad_if_needed:
+            raise Unsupported("RandomCrop(pad_if_needed=True) (its padding depends on each image)")
+        if t.padding is not None and t.padding != 0:
+            x = _pad(t.padding, t.fill, t.padding_mode, x)
+        px = fn.random_uniform(range=[0.0, 1.0])
+        py = fn.random_uniform(range=[0.0, 1.0])
+        return fn.crop(x, crop=_hw(t.size), crop_pos_x=px, crop_pos_y=py)
+    if kind in _FLIPS:
+        _require("random_flip")
+        direction = "horizontal" if kind is T.RandomHorizontalFlip else "vertical"
+        return fn.random_flip(x, probability=float(t.p), direction=direction)
+    if kind is T.ColorJitter:
+        _require("color_jitter")
+        rng = lambda v: [] if v is None else [float(v[0]), float(v[1])]
+        return fn.color_jitter(x, brightness=rng(t.brightness), contrast=rng(t.contrast),
+                               saturation=rng(t.saturation), hue=rng(t.hue))
+    if kind is T.Grayscale:
+        _require("grayscale")
+        return fn.grayscale(x, num_output_channels=int(t.num_output_channels))
+    if kind is T.Pad:
+        return _pad(t.padding, t.fill, t.padding_mode, x)
+    if kind is T.GaussianBlur:
+        _require("gaussian_blur")
+        return fn.gaussian_blur(x, kernel_size=[int(k) for k in t.kernel_size],
+                                sigma=[float(s) for s in t.sigma])
+    raise Unsupported(f"transform {kind.__name__} has no native mapping")
+
+
+def _pad(padding: Any, fill: Any, mode: str, x: DataNode) -> DataNode:
+    _require("pad")
+    pads = [padding] if isinstance(padding, int) else [int(p) for p in padding]
+    fills = [float(fill)] if isinstance(fill, (int, float)) else [float(f) for f in fill]
+    return fn.pad(x, padding=pads, padding_mode=mode, fill=fills)
+
+
+def image_graph(transform: Any) -> Callable[[DataNode], DataNode]:
+    """A function wiring ``transform`` onto encoded bytes, checked now (raises Unsupported)."""
+    pil, float_out, normalize = _split(transform)
+    _require("image_decoder")
+    dec_args, taken = _fused_decoder(pil)
+    rest = pil[taken:]
+    for t in rest:  # fail now rather than at iteration
+        if type(t) is T.Pad or (type(t) is T.RandomCrop and t.padding):
+            _require("pad")
+    _require("crop_mirror_normalize" if float_out else "transpose")
+
+    def wire(encoded: DataNode) -> DataNode:
+        x = fn.image_decoder(encoded, **dec_args)
+        for t in rest:
+            x = _map_one(t, x)
+        if float_out:
+            mean = list(normalize.mean) if normalize is not None and not isinstance(normalize.mean, (int, float)) else ([float(normalize.mean)] if normalize is not None else [])
+            std = list(normalize.std) if normalize is not None and not isinstance(normalize.std, (int, float)) else ([float(normalize.std)] if normalize is not None else [])
+            return fn.crop_mirror_normalize(x, mean=[float(m) for m in mean], std=[float(s) for s in std],
+                                            scale=255.0, dtype="float32", output_layout="CHW")
+        return fn.transpose(x, output_layout="CHW")
+
+    return wire

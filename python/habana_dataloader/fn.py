@@ -1,0 +1,84 @@
+"""``fn``: one function per operator, generated at import time from the operator schemas.
+
+    files, labels = fn.file_reader(file_root="train", shuffle=True)
+    images = fn.image_decoder(files, output_type="rgb")
+    images = fn.resize(images, size=256)
+    flip = fn.coin_flip(probability=0.5)
+    images = fn.flip(images, horizontal=flip)      # a per-sample argument input
+
+Positional arguments are the operator's inputs; keyword arguments its arguments (a DataNode
+for a per-sample argument input); ``name=`` names the node (and keys its random stream);
+``device=`` picks the stage ("cpu", "mixed", "gpu"). Each function's docstring is the
+operator's reference entry (docs/operators.md). Mistakes raise at the call: TypeError for an
+unknown argument, a wrong type or a wrong number of inputs; ValueError for a bad value.
+``fn.python_function(*inputs, function=f)`` runs a Python callable (see its docstring).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List
+
+from . import _C
+from ._graph import DataNode, _Node, function_name
+
+__all__: List[str] = []
+
+_STAGES = {"cpu": "cpu", "mixed": "mixed", "gpu": "gpu", "cuda": "gpu", "hpu": "gpu", "device": "gpu"}
+
+#: name -> schema dict (from the C++ registry, plus python_function)
+schemas: Dict[str, dict] = {s["name"]: s for s in _C.schemas()}
+
+
+def _stage(device: Any) -> str:
+    key = str(device).split(":")[0].lower()
+    if key not in _STAGES:
+        raise ValueError(f"argument 'device' must be one of cpu, mixed, gpu, got {device!r}")
+    return _STAGES[key]
+
+
+def _make(schema: dict) -> Callable:
+    op = schema["name"]
+    per_sample = {a["name"] for a in schema["args"] if a["per_sample"]}
+    n_inputs = len(schema["inputs"])
+    output_names = [o[0] for o in schema["outputs"]]
+    variadic = op == "python_function"
+
+    def call(*inputs: DataNode, name: str = None, device: str = "cpu", **kwargs: Any):
+        if not variadic and len(inputs) != n_inputs:
+            raise TypeError(f"{op}() takes {n_inputs} input(s) ({', '.join(i[0] for i in schema['inputs']) or 'none'}), "
+                            f"got {len(inputs)}")
+        for i, x in enumerate(inputs):
+            if not isinstance(x, DataNode):
+                raise TypeError(f"{op}() input {i} must be the output of another fn.* call, got {type(x).__name__}")
+        arg_inputs = {k: v for k, v in kwargs.items() if isinstance(v, DataNode)}
+        for k in arg_inputs:
+            if k not in per_sample:
+                allowed = ", ".join(sorted(per_sample)) or "none"
+                raise TypeError(f"{op}() argument '{k}' cannot be a per-sample input (those that can: {allowed})")
+        constants = {k: v for k, v in kwargs.items() if not isinstance(v, DataNode)}
+        function = None
+        outs = output_names
+        if variadic:
+            function = constants.pop("function", None)
+            if not callable(function):
+                raise TypeError(f"python_function() argument 'function' must be callable, got {type(function).__name__}")
+            constants["function"] = function_name(function)
+            n_out = constants.get("num_outputs", 1)
+            outs = [f"output{k}" for k in range(n_out if isinstance(n_out, int) and n_out > 0 else 1)]
+        args = _C.check_args(op, constants)
+        required = [a["name"] for a in schema["args"] if a["required"]]
+        for r in required:
+            if r not in args and r not in arg_inputs:
+                raise TypeError(f"{op}() missing required argument '{r}'")
+        node = _Node(op, inputs, args, arg_inputs, name, _stage(device), outs, function)
+        return node.outputs[0] if len(node.outputs) == 1 else tuple(node.outputs)
+
+    call.__name__ = call.__qualname__ = op
+    call.__doc__ = schema["reference"]
+    return call
+
+
+for _name, _schema in sorted(schemas.items()):
+    globals()[_name] = _make(_schema)
+    __all__.append(_name)
+del _name, _schema

@@ -1,0 +1,164 @@
+// _C.Pipeline: hdl::Pipeline for Python. The GIL is released around construction, every
+// next(), reset(), load_state() and destruction, so worker threads (and python_function
+// operators, which take the GIL per call) never wait on a consumer that holds it.
+#include <pybind11/stl.h>
+
+#include "pipeline/errors.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/spec_json.h"
+#include "python/src/bindings.h"
+
+namespace hdl::python {
+namespace {
+
+template <typename T>
+T option(const py::dict& d, const char* key, T fallback) {
+  return d.contains(key) && !d[key].is_none() ? d[key].cast<T>() : fallback;
+}
+
+class PyPipeline {
+ public:
+  PyPipeline(const std::string& spec_json, const py::dict& opts, const py::dict& functions) {
+    PipelineSpec spec = spec_from_json(spec_json);
+    registry_ = registry_for(spec, functions);
+    PipelineOptions o;
+    o.batch_size = option<int64_t>(opts, "batch_size", o.batch_size);
+    o.num_threads = option<int>(opts, "num_threads", o.num_threads);
+    o.prefetch_depth = option<int>(opts, "prefetch_depth", o.prefetch_depth);
+    o.seed = option<uint64_t>(opts, "seed", o.seed);
+    o.on_error = parse_error_policy(option<std::string>(opts, "on_error", "raise"));
+    o.max_failures = option<int64_t>(opts, "max_failures", o.max_failures);
+    o.max_cached_bytes = option<size_t>(opts, "max_cached_bytes", o.max_cached_bytes);
+    py::gil_scoped_release nogil;
+    pipe_ = std::make_unique<Pipeline>(spec, o, *registry_);
+  }
+
+  ~PyPipeline() { close(); }
+
+  /// Stops the workers and frees the graph; batches already handed out stay valid.
+  void close() {
+    if (!pipe_) return;
+    if (PyGILState_Check()) {
+      py::gil_scoped_release nogil;
+      pipe_.reset();
+    } else {
+      pipe_.reset();
+    }
+  }
+
+  Pipeline& pipe() {
+    if (!pipe_) throw PipelineStateError("the pipeline is closed");
+    return *pipe_;
+  }
+
+  /// (outputs, info) for the next batch, or None at the end of the epoch.
+  py::object next(bool numpy) {
+    std::optional<PipelineOutput> out;
+    {
+      Pipeline& p = pipe();
+      py::gil_scoped_release nogil;
+      out = p.next();
+    }
+    if (!out) return py::none();
+    py::list outputs;
+    for (const Batch& b : out->outputs) outputs.append(batch_to_python(b, numpy));
+    py::dict info;
+    info["epoch"] = out->epoch;
+    info["batch_index"] = out->batch_index;
+    info["dataset_indices"] = out->dataset_indices;
+    info["num_padding"] = out->num_padding;
+    info["num_replaced"] = out->num_replaced;
+    py::list dense;
+    for (const Batch& b : out->outputs) dense.append(b.is_dense());
+    info["dense"] = dense;
+    py::list ptrs;  // where each dense output lives, for zero-copy checks
+    for (const Batch& b : out->outputs)
+      ptrs.append(b.is_dense() && b.size() > 0 ? reinterpret_cast<uintptr_t>(b.as_tensor().data()) : uintptr_t{0});
+    info["data_ptrs"] = ptrs;
+    return py::make_tuple(py::tuple(outputs), info);
+  }
+
+  void reset(int64_t epoch) {
+    Pipeline& p = pipe();
+    py::gil_scoped_release nogil;
+    p.reset(epoch);
+  }
+
+  void load_state(const std::string& text) {
+    const PipelineState s = PipelineState::parse(text);
+    Pipeline& p = pipe();
+    py::gil_scoped_release nogil;
+    p.load_state(s);
+  }
+
+  /// Moves to batch `batch` of `epoch` (a state of this very pipeline, so always accepted).
+  void seek(int64_t epoch, int64_t batch) {
+    PipelineState s = pipe().state();
+    s.epoch = epoch;
+    s.batches_consumed = batch;
+    load_state(s.to_string());
+  }
+
+  py::dict stats() {
+    const PipelineStats s = pipe().stats();
+    py::dict d;
+    py::list ops;
+    for (const auto& o : s.operators) {
+      py::dict od;
+      od["name"] = o.name;
+      od["op"] = o.op;
+      od["samples"] = o.samples;
+      od["failures"] = o.failures;
+      od["seconds"] = o.seconds;
+      ops.append(od);
+    }
+    d["operators"] = ops;
+    d["batches"] = s.batches;
+    d["samples"] = s.samples;
+    d["failures"] = s.failures;
+    d["replaced"] = s.replaced;
+    d["consumer_wait_seconds"] = s.consumer_wait_seconds;
+    d["recent_errors"] = s.recent_errors;
+    py::dict pool;
+    pool["acquires"] = s.pool.acquires;
+    pool["allocations"] = s.pool.allocations;
+    pool["bytes_allocated"] = s.pool.bytes_allocated;
+    pool["bytes_cached"] = s.pool.bytes_cached;
+    d["pool"] = pool;
+    return d;
+  }
+
+  py::dict dataset() {
+    const Dataset& ds = pipe().dataset();
+    py::dict d;
+    d["size"] = ds.size();
+    d["root"] = ds.root();
+    d["classes"] = ds.classes();
+    return d;
+  }
+
+ private:
+  std::shared_ptr<OpRegistry> registry_;  // schemas the graph points into: outlives pipe_
+  std::unique_ptr<Pipeline> pipe_;
+};
+
+}  // namespace
+
+void bind_pipeline(py::module_& m) {
+  py::class_<PyPipeline>(m, "Pipeline", "hdl::Pipeline built from a JSON spec (see habana_dataloader.Pipeline).")
+      .def(py::init<const std::string&, const py::dict&, const py::dict&>(), py::arg("spec_json"),
+           py::arg("options"), py::arg("functions") = py::dict())
+      .def("next", &PyPipeline::next, py::arg("numpy") = false)
+      .def("reset", &PyPipeline::reset, py::arg("epoch"))
+      .def("state", [](PyPipeline& p) { return p.pipe().state().to_string(); })
+      .def("load_state", &PyPipeline::load_state, py::arg("state"))
+      .def("seek", &PyPipeline::seek, py::arg("epoch"), py::arg("batch"))
+      .def("stats", &PyPipeline::stats)
+      .def("dataset", &PyPipeline::dataset)
+      .def("close", &PyPipeline::close)
+      .def_property_readonly("epoch", [](PyPipeline& p) { return p.pipe().epoch(); })
+      .def_property_readonly("batches_per_epoch", [](PyPipeline& p) { return p.pipe().batches_per_epoch(); })
+      .def_property_readonly("output_names", [](PyPipeline& p) { return p.pipe().output_names(); });
+}
+
+}  // namespace hdl::python

@@ -1,0 +1,188 @@
+// Exceptions, argument conversion and the schema export that fn.* is generated from.
+#include <pybind11/stl.h>
+
+#include <algorithm>
+
+#include "pipeline/errors.h"
+#include "pipeline/spec_json.h"
+#include "python/src/bindings.h"
+
+namespace hdl::python {
+namespace {
+
+// Levenshtein distance, for "did you mean".
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+bool is_int(py::handle h) { return !PyBool_Check(h.ptr()) && (PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())); }
+bool is_float(py::handle h) { return PyFloat_Check(h.ptr()) || (!is_int(h) && !PyBool_Check(h.ptr()) && py::hasattr(h, "__float__") && !PyUnicode_Check(h.ptr())); }
+bool is_bool(py::handle h) {
+  if (PyBool_Check(h.ptr())) return true;
+  const std::string t = py::str(py::type::handle_of(h).attr("__name__"));
+  return t == "bool_" || t == "bool";  // numpy.bool_
+}
+
+py::dict schema_to_dict(const OpSchema& s) {
+  py::dict d;
+  d["name"] = s.name;
+  d["doc"] = s.doc;
+  d["reference"] = s.reference_doc();
+  auto ports = [](const std::vector<PortSchema>& ps) {
+    py::list l;
+    for (const auto& p : ps) l.append(py::make_tuple(p.name, p.doc));
+    return l;
+  };
+  d["inputs"] = ports(s.inputs);
+  d["outputs"] = ports(s.outputs);
+  py::list args;
+  for (const auto& a : s.args) {
+    py::dict ad;
+    ad["name"] = a.name;
+    ad["type"] = arg_type_name(a.type);
+    ad["required"] = !a.default_value.has_value();
+    ad["default"] = a.default_value ? from_arg(*a.default_value) : py::none();
+    ad["doc"] = a.doc;
+    ad["per_sample"] = a.per_sample;
+    args.append(ad);
+  }
+  d["args"] = args;
+  d["uses_randomness"] = s.uses_randomness;
+  d["is_source"] = s.is_source;
+  py::list stages;
+  for (Stage st : s.stages) stages.append(stage_name(st));
+  d["stages"] = stages;
+  return d;
+}
+
+const OpSchema& find_schema(const std::string& op) {
+  static const OpSchema py_fn = python_function_schema();
+  if (op == py_fn.name) return py_fn;
+  const OpSchema* s = OpRegistry::builtin().find(op);
+  if (!s) throw ConfigError("unknown operator \"" + op + "\"");
+  return *s;
+}
+
+// Checks and converts one call's arguments against `op`'s schema, as Graph::build will, so
+// that a mistake raises at the line that made it. Returns {name: python value}.
+py::dict check_args(const std::string& op, const py::dict& args, const std::vector<std::string>& skip) {
+  const OpSchema& schema = find_schema(op);
+  py::dict out;
+  for (auto [k, v] : args) {
+    const std::string name = py::str(k);
+    if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
+    const ArgSchema* a = schema.find_arg(name);
+    if (!a) {
+      std::string best;
+      size_t best_d = 4;
+      for (const auto& cand : schema.args)
+        if (size_t dist = edit_distance(name, cand.name); dist < best_d) best_d = dist, best = cand.name;
+      throw py::type_error(op + "() got an unexpected keyword argument '" + name + "'" +
+                           (best.empty() ? "" : " (did you mean '" + best + "'?)"));
+    }
+    ArgValue value = to_arg(v, name);
+    // A scalar where the schema wants a list: size=224 means [224].
+    if (a->type == ArgType::kInts && value.type() == ArgType::kInt) value = ArgValue(std::vector<int64_t>{value.get<int64_t>()});
+    if (a->type == ArgType::kFloats && (value.type() == ArgType::kFloat || value.type() == ArgType::kInt))
+      value = ArgValue(std::vector<double>{value.type() == ArgType::kInt ? double(value.get<int64_t>()) : value.get<double>()});
+    if (a->type == ArgType::kStrings && value.type() == ArgType::kString)
+      value = ArgValue(std::vector<std::string>{value.get<std::string>()});
+    auto converted = value.convert_to(a->type);
+    if (!converted)
+      throw py::type_error(op + "() argument '" + name + "' must be " + arg_type_name(a->type) + ", got " +
+                           arg_type_name(value.type()) + " " + value.to_string());
+    if (a->validate)
+      if (std::string e = a->validate(*converted); !e.empty())
+        throw py::value_error(op + "() argument '" + name + "' " + e);
+    out[py::str(name)] = from_arg(*converted);
+  }
+  return out;
+}
+
+}  // namespace
+
+ArgValue to_arg(py::handle v, const std::string& arg) {
+  auto bad = [&](const std::string& what) {
+    return py::type_error("argument '" + arg + "': expected bool, int, float, str or a list of them, got " + what);
+  };
+  if (is_bool(v)) return ArgValue(v.cast<bool>());
+  if (is_int(v)) return ArgValue(static_cast<int64_t>(py::int_(py::reinterpret_borrow<py::object>(v))));
+  if (PyUnicode_Check(v.ptr())) return ArgValue(v.cast<std::string>());
+  if (PyFloat_Check(v.ptr())) return ArgValue(v.cast<double>());
+  if (py::hasattr(v, "tolist")) {  // numpy arrays and scalars, torch tensors
+    py::object l = v.attr("tolist")();
+    if (!py::isinstance<py::list>(l)) return to_arg(l, arg);
+    return to_arg(l, arg);
+  }
+  if (is_float(v)) return ArgValue(static_cast<double>(py::float_(py::reinterpret_borrow<py::object>(v))));
+  if (!py::isinstance<py::sequence>(v) || PyBytes_Check(v.ptr()))
+    throw bad(std::string(py::str(py::type::handle_of(v).attr("__name__"))));
+  py::object seq = py::reinterpret_borrow<py::object>(v);
+  std::vector<py::object> items;
+  for (py::handle h : seq) items.push_back(py::reinterpret_borrow<py::object>(h));
+  if (items.empty()) return ArgValue(std::vector<int64_t>{});
+  if (std::all_of(items.begin(), items.end(), [](auto& h) { return PyUnicode_Check(h.ptr()); })) {
+    std::vector<std::string> s;
+    for (auto& h : items) s.push_back(h.template cast<std::string>());
+    return ArgValue(std::move(s));
+  }
+  if (std::all_of(items.begin(), items.end(), [](auto& h) { return is_int(h) || PyBool_Check(h.ptr()); })) {
+    std::vector<int64_t> s;
+    for (auto& h : items) s.push_back(static_cast<int64_t>(py::int_(h)));
+    return ArgValue(std::move(s));
+  }
+  std::vector<double> s;
+  for (auto& h : items) {
+    if (!is_int(h) && !is_float(h)) throw bad("a list containing " + std::string(py::str(py::type::handle_of(h).attr("__name__"))));
+    s.push_back(static_cast<double>(py::float_(h)));
+  }
+  return ArgValue(std::move(s));
+}
+
+py::object from_arg(const ArgValue& v) {
+  return std::visit([](const auto& x) -> py::object { return py::cast(x); }, v.variant());
+}
+
+void bind_errors(py::module_& m) {
+  static py::exception<DataError> data_error(m, "DataError", PyExc_RuntimeError);
+  data_error.doc() = "A sample could not be produced (corrupt file, unreadable path, ...). "
+                     "The message names operator, sample and file; .code is the status code name.";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ArgumentTypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const ConfigError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const PipelineStateError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const DataError& e) {
+      py::object err = py::reinterpret_borrow<py::object>(data_error.ptr())(e.what());
+      err.attr("code") = status_code_name(e.status().code());
+      PyErr_SetObject(data_error.ptr(), err.ptr());
+    }
+  });
+}
+
+void bind_schemas(py::module_& m) {
+  m.def("schemas", [] {
+    py::list out;
+    for (const OpSchema* s : OpRegistry::builtin().all()) out.append(schema_to_dict(*s));
+    out.append(schema_to_dict(python_function_schema()));
+    return out;
+  }, "Every operator's schema as a dict (name, doc, reference, inputs, outputs, args, ...).");
+  m.def("check_args", &check_args, py::arg("op"), py::arg("args"), py::arg("skip") = std::vector<std::string>{},
+        "Validates and converts keyword arguments of `op`; TypeError/ValueError name the argument.");
+  m.def("canonical_json", [](const std::string& text, int indent) { return to_json(spec_from_json(text), indent); },
+        py::arg("text"), py::arg("indent") = 2, "Parses a spec document and writes it back (ValueError names the JSON path).");
+}
+
+}  // namespace hdl::python
