@@ -16,7 +16,7 @@ def corpus_dir() -> pathlib.Path:
 def _imagenet(split: str) -> pathlib.Path:
     d = corpus_dir() / "imagenet" / split
     if not d.is_dir():
-        pytest.skip(f"corpus not found at {d} (set HDL_CORPUS_DIR or run scripts/test.sh to build it)")
+        pytest.skip(f"corpus not found at {d} (set HDL_CORPUS_DIR or run .ci/test.sh to build it)")
     return d
 
 

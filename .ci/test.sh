@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-bash scripts/install_deps.sh
+bash .ci/install_deps.sh
 
 export HDL_CORPUS_DIR=${HDL_CORPUS_DIR:-$ROOT/build/corpus}
 CORPUS_SCRIPT=${CORPUS_SCRIPT:-$ROOT/../shared/corpus/make_corpus.sh}
@@ -24,7 +24,7 @@ else
 fi
 
 echo "== Release build and tests" >&2
-BUILD_DIR=build bash scripts/build.sh -DHDL_BUILD_TESTS=ON -DHDL_BUILD_SAMPLES=ON -DHDL_BUILD_PYTHON=ON
+BUILD_DIR=build bash .ci/build.sh -DHDL_BUILD_TESTS=ON -DHDL_BUILD_SAMPLES=ON -DHDL_BUILD_PYTHON=ON
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
 
 echo "== Python tests (pytest, Debian's /usr/bin/python3 with torch)" >&2
@@ -32,7 +32,7 @@ PYTHONPATH="$ROOT/build/python" /usr/bin/python3 -m pytest "$ROOT/tests/python" 
 
 if [ "${SKIP_ASAN:-0}" != 1 ]; then
   echo "== AddressSanitizer build and tests" >&2
-  BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo bash scripts/build.sh -DHDL_SANITIZE=address \
+  BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo bash .ci/build.sh -DHDL_SANITIZE=address \
     -DHDL_BUILD_TESTS=ON -DHDL_BUILD_PYTHON=OFF -DHDL_BUILD_SAMPLES=OFF
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 1800

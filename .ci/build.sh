@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds into BUILD_DIR (default: build). Extra arguments go to cmake.
-#   scripts/build.sh                          # Release, tests, samples, Python extension
-#   BUILD_DIR=build-asan scripts/build.sh -DHDL_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo
+#   .ci/build.sh                          # Release, tests, samples, Python extension
+#   BUILD_DIR=build-asan .ci/build.sh -DHDL_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
