@@ -247,6 +247,17 @@ class Pipeline:
         """Drops work in flight and starts ``epoch`` from its first batch."""
         self._native_or_build().reset(epoch)
 
+    def set_epoch_order(self, epoch: int, order: Sequence[int]) -> None:
+        """Makes ``epoch`` walk ``order`` (dataset indices, e.g. a torch sampler's, already
+        sharded; a list, numpy array or tensor) instead of the reader's own shuffle and
+        sharding; the reader's ``last_batch`` still applies. From the first call on, the
+        pipeline never prefetches into an epoch whose order has not been given (``run()`` on
+        one raises RuntimeError). Give it before the epoch's first batch (or after
+        ``load_state_dict``, to resume); giving it again for the epoch in progress keeps the
+        position and follows the new order from there. ValueError for an index outside the
+        dataset."""
+        self._native_or_build().set_epoch_order(int(epoch), order)
+
     def state_dict(self) -> Dict[str, Any]:
         """The position (epoch, batches consumed, failures) for resuming mid-epoch."""
         return {"format": "hdl-pipeline-state", "state": self._native_or_build().state()}

@@ -1,6 +1,7 @@
 // _C.Pipeline: hdl::Pipeline for Python. The GIL is released around construction, every
-// next(), reset(), load_state() and destruction, so worker threads (and python_function
-// operators, which take the GIL per call) never wait on a consumer that holds it.
+// next(), reset(), set_epoch_order(), load_state() and destruction, so worker threads (and
+// python_function operators, which take the GIL per call) never wait on a consumer that holds it.
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include "pipeline/errors.h"
@@ -84,6 +85,15 @@ class PyPipeline {
     p.reset(epoch);
   }
 
+  /// `order`: any 1-D integer sequence (list, numpy array, tensor), copied under the GIL.
+  void set_epoch_order(int64_t epoch, const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& order) {
+    if (order.ndim() != 1) throw py::value_error("set_epoch_order: order must be one-dimensional");
+    std::vector<int64_t> v(order.data(), order.data() + order.size());
+    Pipeline& p = pipe();
+    py::gil_scoped_release nogil;
+    p.set_epoch_order(epoch, std::move(v));
+  }
+
   void load_state(const std::string& text) {
     const PipelineState s = PipelineState::parse(text);
     Pipeline& p = pipe();
@@ -150,7 +160,12 @@ void bind_pipeline(py::module_& m) {
            py::arg("options"), py::arg("functions") = py::dict())
       .def("next", &PyPipeline::next, py::arg("numpy") = false)
       .def("reset", &PyPipeline::reset, py::arg("epoch"))
+      .def("set_epoch_order", &PyPipeline::set_epoch_order, py::arg("epoch"), py::arg("order"))
       .def("state", [](PyPipeline& p) { return p.pipe().state().to_string(); })
+      .def_property_readonly("position", [](PyPipeline& p) {
+        const PipelineState s = p.pipe().state();
+        return py::make_tuple(s.epoch, s.batches_consumed);
+      }, "(epoch, batches of it handed out)")
       .def("load_state", &PyPipeline::load_state, py::arg("state"))
       .def("seek", &PyPipeline::seek, py::arg("epoch"), py::arg("batch"))
       .def("stats", &PyPipeline::stats)

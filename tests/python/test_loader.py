@@ -146,3 +146,173 @@ def test_every_supported_transform_runs_natively_with_torch_shapes(val_root):
         assert a.shape == b.shape and a.dtype == b.dtype
     gray = ours[0]
     assert torch.equal(gray[:, 0], gray[:, 1]) and torch.equal(gray[:, 1], gray[:, 2])
+
+
+# ---- one pipeline per loader, epoch orders from torch's sampler ---------------------------
+
+def torch_indices(n, epochs, **kw):
+    """The index batches torch's DataLoader draws over `epochs` epochs of a dataset of n."""
+    loader = DataLoader(list(range(n)), **kw)
+    out = []
+    for _ in range(epochs):
+        out.append([b.tolist() for b in loader])
+    return out
+
+
+def native_indices(loader, epochs):
+    """Per epoch, per batch: (dataset indices, labels, images) from the loader's pipeline."""
+    out = []
+    for _ in range(epochs):
+        epoch = []
+        for x, y in loader:
+            epoch.append((loader._pipe.last_info["dataset_indices"], y, x))
+        out.append(epoch)
+    return out
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_epochs_share_one_pipeline_and_follow_torch_order(val_root, drop_last):
+    ds = torchvision.datasets.ImageFolder(str(val_root), SMALL)
+    ours = native(ds, batch_size=24, shuffle=True, drop_last=drop_last,
+                  generator=torch.Generator().manual_seed(7))
+    assert ours._pipelines_built == 1  # the build that checks the graph (no seed= yet)
+    got = native_indices(ours, 3)
+    pipe = ours._pipe
+    assert ours._pipelines_built == 2  # ... and the loader's one, seeded at epoch 0
+    want = torch_indices(len(ds), 3, batch_size=24, shuffle=True, drop_last=drop_last,
+                         generator=torch.Generator().manual_seed(7))
+    assert [[i for i, _, _ in e] for e in got] == want
+    assert want[1] != want[0] and want[2] != want[1]
+    targets = torch.tensor(ds.targets)
+    for epoch in got:
+        assert len(epoch) == len(ours)
+        for idx, y, _ in epoch:
+            assert torch.equal(y, targets[idx])
+    assert list(ours) and ours._pipe is pipe and ours._pipelines_built == 2  # epoch 4: same
+    seeded = native(ds, batch_size=24, shuffle=True, seed=3)
+    for _ in range(3):
+        assert len(list(seeded)) == len(seeded)
+    assert seeded._pipelines_built == 1  # the checking build is the loader's pipeline
+
+
+def test_epochs_of_a_random_chain_differ_and_repeat_across_loaders(val_root):
+    ds = torchvision.datasets.ImageFolder(str(val_root), RANDOM)
+    a = native_indices(native(ds, batch_size=32, shuffle=False, seed=5), 2)
+    b = native_indices(native(ds, batch_size=32, shuffle=False, seed=5), 2)
+    assert [i for i, _, _ in a[0]] == [i for i, _, _ in a[1]]  # same order ...
+    assert not torch.equal(a[0][0][2], a[1][0][2])             # ... new augmentations
+    for ea, eb in zip(a, b):
+        assert all(torch.equal(x, u) for (_, _, x), (_, _, u) in zip(ea, eb))
+
+
+def test_distributed_sampler_set_epoch_with_one_pipeline(val_root):
+    from torch.utils.data.distributed import DistributedSampler
+    ds = torchvision.datasets.ImageFolder(str(val_root), SMALL)
+    sampler = DistributedSampler(ds, num_replicas=3, rank=1, shuffle=True, seed=4)
+    loader = native(ds, batch_size=16, sampler=sampler)
+    orders = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        got = [i for idx, _, _ in native_indices(loader, 1)[0] for i in idx]
+        assert got == list(sampler)
+        orders.append(got)
+    assert orders[0] != orders[1] != orders[2]
+    assert loader._pipelines_built == 2
+
+
+def test_resume_mid_epoch_two_is_exact(val_root):
+    ds = torchvision.datasets.ImageFolder(str(val_root), RANDOM)
+    a = native(ds, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(1))
+    native_indices(a, 2)
+    it = iter(a)
+    for _ in range(3):
+        next(it)
+    state = a.state_dict()
+    assert state["epoch"] == 2 and state["batches_yielded"] == 3
+    rest = [(a._pipe.last_info["dataset_indices"], y, x) for x, y in it]
+    after = native_indices(a, 1)[0]  # epoch 3
+    assert a._pipelines_built == 2
+    b = native(ds, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(99))
+    b.load_state_dict(state)
+    resumed = native_indices(b, 2)
+    assert len(resumed[0]) == len(rest) == len(a) - 3
+    for want, got in zip(rest + after, resumed[0] + resumed[1]):
+        assert want[0] == got[0] and torch.equal(want[1], got[1]) and torch.equal(want[2], got[2])
+    assert b._pipelines_built == 2  # the checking build, then the state's seed: kept for epoch 3
+
+
+def test_resume_between_epochs_keeps_the_seed_and_order(val_root):
+    ds = torchvision.datasets.ImageFolder(str(val_root), RANDOM)
+    a = native(ds, batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(2))
+    native_indices(a, 1)
+    state = a.state_dict()
+    assert state["batches_yielded"] == 0 and "order" not in state and state["seed"] is not None
+    want = native_indices(a, 1)[0]
+    b = native(ds, batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(3))
+    b.load_state_dict(state)
+    got = native_indices(b, 1)[0]
+    for w, g in zip(want, got):
+        assert w[0] == g[0] and torch.equal(w[2], g[2])
+
+
+def test_a_new_iterator_replaces_the_old_one(val_root):
+    ds = torchvision.datasets.ImageFolder(str(val_root), SMALL)
+    loader = native(ds, batch_size=64, seed=0)
+    first = next(iter(loader))  # peeking: the epoch is abandoned, as torch's
+    it = iter(loader)
+    assert torch.equal(next(it)[1], first[1])
+    newer = iter(loader)
+    with pytest.raises(RuntimeError, match="newer iter"):
+        next(it)
+    assert len(list(newer)) == len(loader) and loader._pipelines_built == 1
+    loader.close()
+    assert len(list(loader)) == len(loader) and loader._pipelines_built == 2
+
+
+def test_pin_memory_and_device_without_cuda(val_root, monkeypatch):
+    ds = torchvision.datasets.ImageFolder(str(val_root), SMALL)
+    if torch.cuda.is_available():
+        loader = native(ds, batch_size=64, pin_memory=True)
+        x, y = next(iter(loader))
+        assert x.is_pinned() and y.is_pinned()
+        x, y = next(iter(native(ds, batch_size=64, device="auto")))
+        assert x.is_cuda and y.is_cuda
+        return
+    loader = HabanaDataLoader(ds, batch_size=64, pin_memory=True, threads=2)
+    with pytest.warns(UserWarning, match="pin_memory"):
+        x, y = next(iter(loader))
+    assert not x.is_pinned()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per loader
+        assert len(list(loader)) == len(loader)
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        HabanaDataLoader(ds, batch_size=64, device="cuda")
+    x, _ = next(iter(native(ds, batch_size=64, device="auto")))  # no GPU: stays on the CPU
+    assert x.device.type == "cpu"
+    # With CUDA (faked here): both tensors of each batch are pinned.
+    pinned = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda t, *a: pinned.append(t.dtype) or t)
+    loader = native(ds, batch_size=64, pin_memory=True)
+    assert len(list(loader)) == len(loader)
+    assert pinned == [torch.uint8, torch.int64] * len(loader)
+
+
+def test_a_failed_batch_is_lost_and_the_epoch_goes_on(corrupt_folder):
+    from habana_dataloader import DataError
+    ds = torchvision.datasets.ImageFolder(str(corrupt_folder), SMALL)
+    loader = native(ds, batch_size=4, seed=0)
+    for epoch in range(2):
+        it, got, failed = iter(loader), [], 0
+        while True:
+            try:
+                got.append(next(it)[1])
+            except DataError:
+                failed += 1
+                assert it.yielded == len(got) + failed
+                continue
+            except StopIteration:
+                break
+        assert failed == 1 and len(got) == len(loader) - 1
+        assert loader.state_dict()["epoch"] == epoch + 1
+    assert loader._pipelines_built == 1

@@ -187,3 +187,27 @@ def test_corrupt_file_raise_and_skip(corrupt_folder):
     assert images.shape[0] == 13
     stats = skip.stats()
     assert stats["failures"] == 1 and stats["replaced"] == 1 and "zz_broken" in stats["recent_errors"][-1]
+
+
+def test_set_epoch_order_is_followed_and_resumable(val_root):
+    pipe = decode_pipe(val_root, batch_size=3).build()
+    size = pipe.dataset_info()["size"]
+    order = [size - 1, 0, 7, 7, 3, 12, 5]  # a sampler may repeat indices
+    pipe.set_epoch_order(0, np.array(order))
+    seen = []
+    for _ in pipe:
+        seen += pipe.last_info["dataset_indices"]
+    assert seen == order and pipe.epoch == 1
+    with pytest.raises(RuntimeError, match="no order"):  # never runs an epoch without one
+        pipe.run()
+    pipe.set_epoch_order(1, torch.tensor([4, 5, 6, 1]))
+    pipe.run()
+    state = pipe.state_dict()
+    assert pipe.last_info["epoch"] == 1 and pipe.last_info["dataset_indices"] == [4, 5, 6]
+    other = decode_pipe(val_root, batch_size=3).build()
+    other.load_state_dict(state)
+    other.set_epoch_order(1, [4, 5, 6, 1])  # after load_state: the position is kept
+    other.run()
+    assert other.last_info["dataset_indices"] == [1]
+    with pytest.raises(ValueError):
+        pipe.set_epoch_order(2, [size])
