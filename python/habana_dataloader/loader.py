@@ -104,7 +104,11 @@ class HabanaDataLoader:
             args["generator"] = torch.Generator().manual_seed(int(seed))
         # torch validates the arguments and builds sampler / batch_sampler exactly as usual.
         targs = {k: v for k, v in args.items() if k in _TORCH_PARAMS and not (k == "prefetch_factor" and v is None)}
-        self._torch = DataLoader(**targs)
+        # Its warnings (e.g. "will create 8 worker processes") are only true of the torch path:
+        # recorded here, re-issued below if the loader falls back.
+        with warnings.catch_warnings(record=True) as torch_warnings:
+            warnings.simplefilter("always")
+            self._torch = DataLoader(**targs)
         if on_error not in ("raise", "skip"):
             raise ValueError(f"HabanaDataLoader() argument 'on_error' must be 'raise' or 'skip', got {on_error!r}")
         self.threads = threads if threads is not None else (num_workers if num_workers > 0 else 0)
@@ -140,6 +144,8 @@ class HabanaDataLoader:
             msg = f"HabanaDataLoader: using torch.utils.data.DataLoader because {self.fallback_reason}"
             log.warning(msg)
             warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            for w in torch_warnings:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     # ---- what runs natively -----------------------------------------------------------------
     def _plan(self, a: Dict[str, Any]) -> None:

@@ -316,3 +316,17 @@ def test_a_failed_batch_is_lost_and_the_epoch_goes_on(corrupt_folder):
         assert failed == 1 and len(got) == len(loader) - 1
         assert loader.state_dict()["epoch"] == epoch + 1
     assert loader._pipelines_built == 1
+
+
+def test_native_path_does_not_repeat_torchs_worker_warnings(val_root):
+    import warnings as _w
+    import torchvision
+    import torchvision.transforms as T
+    from habana_dataloader import HabanaDataLoader
+    ds = torchvision.datasets.ImageFolder(str(val_root),
+                                          T.Compose([T.Resize(32), T.CenterCrop(32), T.ToTensor()]))
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always")
+        loader = HabanaDataLoader(ds, batch_size=4, num_workers=64)
+    assert loader.native
+    assert not [w for w in caught if "worker" in str(w.message)], [str(w.message) for w in caught]
