@@ -14,6 +14,7 @@ const OpRegistry& OpRegistry::builtin() {
     // Image geometry.
     r.add(resize_schema());
     r.add(crop_schema());
+    r.add(random_crop_schema());
     r.add(random_resized_crop_schema());
     r.add(pad_schema());
     r.add(flip_schema());

@@ -40,6 +40,7 @@ OpSchema random_uniform_schema();
 OpSchema random_normal_schema();
 // Geometry (operators/crop_ops.cc, flip_ops.cc).
 OpSchema crop_schema();
+OpSchema random_crop_schema();
 OpSchema random_resized_crop_schema();
 OpSchema pad_schema();
 OpSchema flip_schema();

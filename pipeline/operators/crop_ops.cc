@@ -119,7 +119,93 @@ class PadOp final : public Operator {
   std::vector<double> fill_;
 };
 
+// torchvision RandomCrop: optional padding, pad_if_needed, then a window at offsets drawn
+// uniformly (top first, then left, as get_params does).
+class RandomCropOp final : public Operator {
+ public:
+  explicit RandomCropOp(const NodeSpec& n)
+      : size_(*crop_size_arg(n.get_ints("size"))), pad_if_needed_(n.get_bool("pad_if_needed")),
+        mode_(kernels::parse_pad_mode(n.get_string("padding_mode").c_str())), fill_(n.get_floats("fill")) {
+    const auto& p = n.get_ints("padding");
+    if (!p.empty()) padding_ = parse_padding(p);
+  }
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    ops::require_hwc(in[0], {});
+    ops::check_fill(fill_, ops::dim(in[0], 2));
+    return {ops::hwc_spec(in[0].dtype, size_.h, size_.w, ops::dim(in[0], 2))};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& img = io.input(0);
+    const int64_t c = img.shape[2];
+    // torchvision pads twice: `padding`, then pad_if_needed's shortfall on both sides of the
+    // padded image. For reflections the two steps differ from one combined pad; for constant
+    // padding they do not, and the crop's fill does it without copying.
+    const kernels::Padding fixed = padding_;
+    const int64_t h1 = img.shape[0] + fixed.top + fixed.bottom, w1 = img.shape[1] + fixed.left + fixed.right;
+    kernels::Padding extra{};
+    if (pad_if_needed_ && w1 < size_.w) extra.left = extra.right = size_.w - w1;
+    if (pad_if_needed_ && h1 < size_.h) extra.top = extra.bottom = size_.h - h1;
+    const int64_t h = h1 + extra.top + extra.bottom, w = w1 + extra.left + extra.right;
+    if (h < size_.h || w < size_.w)
+      return Status::invalid_argument("required crop size " + std::to_string(size_.h) + "x" + std::to_string(size_.w) +
+                                      " is larger than the (padded) image " + std::to_string(h) + "x" + std::to_string(w));
+    const int64_t top = h == size_.h ? 0 : static_cast<int64_t>(io.rng().below(static_cast<uint64_t>(h - size_.h + 1)));
+    const int64_t left = w == size_.w ? 0 : static_cast<int64_t>(io.rng().below(static_cast<uint64_t>(w - size_.w + 1)));
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{size_.h, size_.w, c}, img.dtype, Layout::kHWC));
+    if (mode_ == kernels::PadMode::kConstant)
+      return kernels::crop(img, top - fixed.top - extra.top, left - fixed.left - extra.left, out, fill_);
+    auto* state = static_cast<PadState*>(io.state());
+    ConstTensorView cur = img;
+    auto pad_step = [&](const kernels::Padding& p, std::vector<uint8_t>& buffer) -> Status {
+      if (!p.left && !p.top && !p.right && !p.bottom) return Status::ok();
+      const Shape shape{cur.shape[0] + p.top + p.bottom, cur.shape[1] + p.left + p.right, c};
+      buffer.resize(static_cast<size_t>(shape.num_elements()) * dtype_size(img.dtype));
+      TensorView next(buffer.data(), shape, img.dtype, Layout::kHWC);
+      HDL_RETURN_IF_ERROR(kernels::pad(cur, p, mode_, next, fill_));
+      cur = next;
+      return Status::ok();
+    };
+    HDL_RETURN_IF_ERROR(pad_step(fixed, state->first));
+    HDL_RETURN_IF_ERROR(pad_step(extra, state->second));
+    return kernels::crop(cur, top, left, out, fill_);
+  }
+
+  std::unique_ptr<OpState> make_state() const override { return std::make_unique<PadState>(); }
+
+ private:
+  struct PadState final : OpState {
+    std::vector<uint8_t> first, second;  // the two padding steps' images
+  };
+  SizeHW size_;
+  kernels::Padding padding_{};
+  bool pad_if_needed_;
+  kernels::PadMode mode_;
+  std::vector<double> fill_;
+};
+
 }  // namespace
+
+OpSchema random_crop_schema() {
+  OpSchema s;
+  s.name = "random_crop";
+  s.doc = "torchvision RandomCrop on HWC images (any dtype): optional `padding`, `pad_if_needed` "
+          "(pads both sides by the shortfall, as torchvision does), then a size window at offsets "
+          "drawn uniformly from every possible position.";
+  s.inputs = {{"images", "HWC, any dtype"}};
+  s.outputs = {{"images", "[h, w, C], same dtype"}};
+  s.uses_randomness = true;
+  s.args = {
+      {"size", ArgType::kInts, std::nullopt, "[h, w], or [s] for s x s", all_of({list_size({1, 2}), at_least(1)})},
+      {"padding", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] none, [p], [left_right, top_bottom] or [left, top, right, bottom]", list_size({0, 1, 2, 4})},
+      {"pad_if_needed", ArgType::kBool, ArgValue(false), "pad images smaller than size (else they fail the sample, as torchvision raises)"},
+      {"padding_mode", ArgType::kString, ArgValue("constant"), "constant, edge, reflect or symmetric", one_of({"constant", "edge", "reflect", "symmetric"})},
+      {"fill", ArgType::kFloats, ArgValue(std::vector<double>{}), "constant mode's value: [] (0), one value, or one per channel"},
+  };
+  s.create = [](const NodeSpec& n) { return std::make_unique<RandomCropOp>(n); };
+  return s;
+}
 
 OpSchema crop_schema() {
   OpSchema s;

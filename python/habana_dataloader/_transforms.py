@@ -167,15 +167,12 @@ def _map_one(t: Any, x: DataNode) -> DataNode:
         _require("crop")
         return fn.crop(x, crop=_hw(t.size))
     if kind is T.RandomCrop:
-        _require("crop")
-        _require("random_uniform")
-        if t.pad_if_needed:
-            raise Unsupported("RandomCrop(pad_if_needed=True) (its padding depends on each image)")
-        if t.padding is not None and t.padding != 0:
-            x = _pad(t.padding, t.fill, t.padding_mode, x)
-        px = fn.random_uniform(range=[0.0, 1.0])
-        py = fn.random_uniform(range=[0.0, 1.0])
-        return fn.crop(x, crop=_hw(t.size), crop_pos_x=px, crop_pos_y=py)
+        # torchvision: pad by `padding`, then pad_if_needed's shortfall, then a uniform window.
+        _require("random_crop")
+        pads = [] if t.padding is None else ([t.padding] if isinstance(t.padding, int) else [int(p) for p in t.padding])
+        fills = [float(t.fill)] if isinstance(t.fill, (int, float)) else [float(f) for f in t.fill]
+        return fn.random_crop(x, size=_hw(t.size), padding=pads, pad_if_needed=bool(t.pad_if_needed),
+                              padding_mode=t.padding_mode, fill=fills)
     if kind in _FLIPS:
         _require("random_flip")
         direction = "horizontal" if kind is T.RandomHorizontalFlip else "vertical"
@@ -211,7 +208,7 @@ def image_graph(transform: Any) -> Callable[[DataNode], DataNode]:
     dec_args, taken = _fused_decoder(pil)
     rest = pil[taken:]
     for t in rest:  # fail now rather than at iteration
-        if type(t) is T.Pad or (type(t) is T.RandomCrop and t.padding):
+        if type(t) is T.Pad:
             _require("pad")
     _require("crop_mirror_normalize" if float_out else "transpose")
 

@@ -330,3 +330,15 @@ def test_native_path_does_not_repeat_torchs_worker_warnings(val_root):
         loader = HabanaDataLoader(ds, batch_size=4, num_workers=64)
     assert loader.native
     assert not [w for w in caught if "worker" in str(w.message)], [str(w.message) for w in caught]
+
+
+def test_random_crop_with_pad_if_needed_runs_natively(val_root):
+    import torchvision
+    import torchvision.transforms as T
+    from habana_dataloader import HabanaDataLoader
+    tf = T.Compose([T.Resize(40), T.RandomCrop(48, pad_if_needed=True, padding_mode="edge"), T.PILToTensor()])
+    ds = torchvision.datasets.ImageFolder(str(val_root), tf)
+    loader = HabanaDataLoader(ds, batch_size=8, seed=1)
+    assert loader.native, loader.fallback_reason
+    images, labels = next(iter(loader))
+    assert images.shape == (8, 3, 48, 48) and images.dtype == torch.uint8

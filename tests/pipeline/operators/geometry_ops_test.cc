@@ -188,3 +188,70 @@ TEST_F(GeometryOpsTest, BadArgumentsNameTheArgument) {
 
 }  // namespace
 }  // namespace hdl
+
+namespace hdl {
+namespace {
+
+// Which crop of `full` `crop` is: the (top, left) whose window equals it, or (-1, -1).
+std::pair<int64_t, int64_t> find_window(const Tensor& full, const Tensor& crop) {
+  const int64_t H = full.shape()[0], W = full.shape()[1], C = full.shape()[2];
+  const int64_t h = crop.shape()[0], w = crop.shape()[1];
+  for (int64_t y = 0; y + h <= H; ++y)
+    for (int64_t x = 0; x + w <= W; ++x) {
+      bool same = true;
+      for (int64_t r = 0; r < h && same; ++r)
+        same = std::memcmp(full.typed<uint8_t>() + ((y + r) * W + x) * C, crop.typed<uint8_t>() + r * w * C, w * C) == 0;
+      if (same) return {y, x};
+    }
+  return {-1, -1};
+}
+
+// torchvision RandomCrop draws top and left uniformly over every position, ends included.
+TEST_F(GeometryOpsTest, RandomCropOffsetsAreUniformOverEveryPosition) {
+  const OpRun run = run_op(root(), [](PipelineSpec& s, TensorRef images) {
+    return std::vector<TensorRef>{s.add("random_crop", {images}, {{"size", {8, 9}}}, {}, "op")[0]};
+  }, {10, 12}, {.batch_size = 5, .num_threads = 2, .seed = 3}, 40);
+  ASSERT_TRUE(run.dense_first);
+  std::vector<int> tops(3), lefts(4);
+  for (size_t k = 0; k < run.outputs[0].size(); ++k) {
+    const auto [top, left] = find_window(run.images()[k], run.outputs[0][k]);
+    ASSERT_GE(top, 0) << "sample " << k << " is not a window of its input";
+    ++tops[top], ++lefts[left];
+  }
+  const double n = static_cast<double>(run.outputs[0].size());  // 400
+  for (int t : tops) EXPECT_NEAR(t / n, 1.0 / 3, 0.06);
+  for (int l : lefts) EXPECT_NEAR(l / n, 1.0 / 4, 0.06);
+}
+
+// padding then pad_if_needed are two reflections, as torchvision applies them.
+TEST_F(GeometryOpsTest, RandomCropPadsTwiceLikeTorchvision) {
+  const OpRun run = run_op(root(), [](PipelineSpec& s, TensorRef images) {
+    return std::vector<TensorRef>{s.add("random_crop", {images},
+        {{"size", {14, 16}}, {"padding", {1}}, {"pad_if_needed", true}, {"padding_mode", "reflect"}}, {}, "op")[0]};
+  }, {10, 12});
+  for (size_t k = 0; k < run.outputs[0].size(); ++k) {
+    const Tensor& img = run.images()[k];
+    Tensor once = by_kernel({12, 14, 3}, DType::kU8, Layout::kHWC, [&](const TensorView& v) {
+      return kernels::pad(img.view(), {1, 1, 1, 1}, kernels::PadMode::kReflect, v);
+    });
+    Tensor twice = by_kernel({16, 18, 3}, DType::kU8, Layout::kHWC, [&](const TensorView& v) {
+      return kernels::pad(once.view(), {2, 2, 2, 2}, kernels::PadMode::kReflect, v);
+    });
+    EXPECT_GE(find_window(twice, run.outputs[0][k]).first, 0) << "sample " << k;
+  }
+}
+
+TEST_F(GeometryOpsTest, RandomCropLargerThanTheImageFailsTheSampleLikeTorchvision) {
+  try {
+    run_op(root(), [](PipelineSpec& s, TensorRef images) {
+      return std::vector<TensorRef>{s.add("random_crop", {images}, {{"size", {20, 20}}}, {}, "op")[0]};
+    }, {10, 12});
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("random_crop \"op\": sample"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("required crop size 20x20 is larger than the (padded) image 10x12"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hdl
