@@ -1,130 +1,379 @@
 #!/usr/bin/env bash
-# prepare_sample_data.sh OUT_DIR: a small ImageFolder of real photos for the README's main job.
+# prepare_sample_data.sh -- build a small ImageFolder sample dataset of REAL photos taken from
+# Debian 12 (bookworm) packages. The packages are only downloaded (apt-get download) and unpacked
+# (dpkg-deb), never installed.
 #
-# Photos come from Debian 12 packages that ship them (downloaded with `apt-get download` and
-# unpacked with dpkg-deb, never installed); each class is one source:
-#   nature    mate-backgrounds        /usr/share/backgrounds/mate/nature/*.jpg
-#   wallpaper lomiri-wallpapers-16.04 /usr/share/backgrounds/*.jpg
-#   voc       labelme-examples        the PASCAL VOC photos (JPEGImages) of its examples
-#   puzzle    palapeli-data, python3-sklearn   puzzle photos, sklearn's china.jpg and flower.jpg
-# Each photo gives several ImageNet-like samples (deterministic crops, rescales to a long side
-# of 250-500 px, flips; JPEG quality 85-95, 4:2:0), split into train/ and val/.
-# Output: OUT_DIR/{train,val}/<class>/*.jpg, SOURCES.tsv, licenses/. Re-runs are instant
-# (stamp file); downloads are cached in $CACHE (default OUT_DIR/.cache). Knobs: PER_PHOTO
-# (samples per photo, default 12), VAL_EVERY (every n-th sample goes to val, default 8).
-# Needs apt-get, dpkg-deb, /usr/bin/python3 with python3-pil (installed when run as root).
+#   usage: samples/prepare_sample_data.sh OUT_DIR
+#
+# Output:
+#   OUT_DIR/train/<class>/*.jpg   ~500 JPEGs  (classes: animals landscapes objects people plants)
+#   OUT_DIR/val/<class>/*.jpg     ~80 JPEGs   (made from photos that train never sees)
+#   OUT_DIR/manifest.tsv          one row per image: split, path, source package + file, crop, size, quality
+#   OUT_DIR/SOURCES.tsv           package, version, license summary, .deb, photos used
+#   OUT_DIR/licenses/             each package's copyright file (+ per-image notes where upstream has them)
+#
+# The 60 source photos are turned into more images by deterministic random crops, rescales and
+# flips, re-encoded as baseline JPEG (quality ~90, mostly 4:2:0, mean size roughly ImageNet's).
+# Same seed + same package versions + same Pillow/libjpeg => byte-identical output.
+#
+# Environment knobs (all optional):
+#   CACHE=OUT_DIR/.cache   where .debs and unpacked files are kept (~110 MB); re-runs reuse it
+#   N_TRAIN=500 N_VAL=80   images per split (spread evenly over the 5 classes)
+#   SEED=20240601          generator seed
+#   GRAY=1                 keep the one grayscale source photo as 1-channel JPEGs (0: encode it as RGB)
+#   JOBS=$(nproc)          worker processes
+#   FORCE=1                rebuild even if OUT_DIR is already complete
+#   KEEP_DEBS=1            0: delete the downloaded .debs after unpacking (cache ~36 MB instead of ~140 MB)
+#   INSTALL_DEPS=1         when root, apt-get install python3-pil if /usr/bin/python3 lacks PIL
+#
+# Needs: apt-get, dpkg-deb, tar, /usr/bin/python3 with PIL (Debian package python3-pil).
 set -euo pipefail
 
-OUT=${1:?usage: prepare_sample_data.sh OUT_DIR}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-CACHE=${CACHE:-$OUT/.cache}
-PER_PHOTO=${PER_PHOTO:-12}
-VAL_EVERY=${VAL_EVERY:-8}
-VERSION="v2 per_photo=$PER_PHOTO val_every=$VAL_EVERY"
-PY=/usr/bin/python3
-log() { echo "prepare_sample_data: $*" >&2; }
+GEN_VERSION=3
+PY=/usr/bin/python3     # Debian's python: has python3-pil; avoid venv/pyenv shims
+export LC_ALL=C
 
-if [ -f "$OUT/.complete" ] && [ "$(cat "$OUT/.complete")" = "$VERSION" ]; then
-  log "$OUT is ready ($(find "$OUT/train" "$OUT/val" -name '*.jpg' | wc -l) images)"
+if [ $# -ne 1 ] || [ -z "$1" ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+  exit 2
+fi
+mkdir -p "$1"
+OUT=$(cd "$1" && pwd)
+CACHE=${CACHE:-$OUT/.cache}
+N_TRAIN=${N_TRAIN:-500}
+N_VAL=${N_VAL:-80}
+SEED=${SEED:-20240601}
+GRAY=${GRAY:-1}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
+FORCE=${FORCE:-0}
+KEEP_DEBS=${KEEP_DEBS:-1}
+INSTALL_DEPS=${INSTALL_DEPS:-1}
+
+t0=$(date +%s)
+log() { printf '[prepare_sample_data %3ds] %s\n' $(( $(date +%s) - t0 )) "$*" >&2; }
+die() { printf 'prepare_sample_data: error: %s\n' "$*" >&2; exit 1; }
+
+summary() {
+  local ntr nva ncl mb
+  ntr=$(find "$OUT/train" -type f -name '*.jpg' | wc -l)
+  nva=$(find "$OUT/val" -type f -name '*.jpg' | wc -l)
+  ncl=$(find "$OUT/train" -mindepth 1 -maxdepth 1 -type d | wc -l)
+  mb=$(du -sb "$OUT/train" "$OUT/val" | awk '{s+=$1} END {printf "%.1f", s/1e6}')
+  echo "sample data ready in $OUT: train=$ntr val=$nva images, classes=$ncl ($(ls "$OUT/train" | tr '\n' ' ' | sed 's/ $//')), total=${mb} MB" >&2
+}
+
+# ---------------------------------------------------------------------------------------------
+# 0. already done?
+# ---------------------------------------------------------------------------------------------
+STAMP_TEXT="prepare_sample_data v$GEN_VERSION seed=$SEED n_train=$N_TRAIN n_val=$N_VAL gray=$GRAY"
+if [ "$FORCE" != 1 ] && [ -f "$OUT/.complete" ] && [ "$(cat "$OUT/.complete")" = "$STAMP_TEXT" ] \
+   && [ -d "$OUT/train" ] && [ -d "$OUT/val" ]; then
+  log "up to date ($STAMP_TEXT); FORCE=1 rebuilds"
+  summary
   exit 0
 fi
 
-if ! $PY -c 'import PIL' 2>/dev/null; then
-  if [ "$(id -u)" -eq 0 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-pil >/dev/null
+# ---------------------------------------------------------------------------------------------
+# 1. tools
+# ---------------------------------------------------------------------------------------------
+command -v apt-get >/dev/null || die "apt-get not found (this script targets Debian 12 'bookworm')"
+command -v dpkg-deb >/dev/null || die "dpkg-deb not found"
+if ! { [ -x "$PY" ] && "$PY" -c 'import PIL' 2>/dev/null; }; then
+  if [ "$INSTALL_DEPS" = 1 ] && [ "$(id -u)" = 0 ]; then
+    log "installing python3-pil (for $PY)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-pil >/dev/null \
+      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-pil >/dev/null; } \
+      || die "could not install python3-pil"
   else
-    log "needs python3-pil: sudo apt-get install python3-pil"; exit 1
+    die "$PY with PIL is required: install the Debian package python3-pil (sudo apt-get install python3-pil)"
   fi
 fi
 
-PACKAGES=(mate-backgrounds lomiri-wallpapers-16.04 labelme-examples palapeli-data python3-sklearn)
-mkdir -p "$CACHE/debs" "$CACHE/tree"
-for pkg in "${PACKAGES[@]}"; do
-  if ! ls "$CACHE/debs/${pkg}"_*.deb >/dev/null 2>&1; then
-    log "downloading $pkg"
-    (cd "$CACHE/debs" && apt-get download -q "$pkg" >/dev/null 2>&1) || {
-      [ "$(id -u)" -eq 0 ] && apt-get update -qq && (cd "$CACHE/debs" && apt-get download -q "$pkg" >/dev/null)
-    } || { log "cannot download $pkg (is apt configured for Debian 12?)"; exit 1; }
+# ---------------------------------------------------------------------------------------------
+# 2. packages (pinned bookworm versions; falls back to the current candidate if a pin is gone)
+#    package|version|license summary (of the files used; details in licenses/)|extra files to keep as license notes
+# ---------------------------------------------------------------------------------------------
+PACKAGES=$(cat <<'EOF'
+kphotoalbum|5.9.1-1|GPL-2+|
+lomiri-wallpapers-16.04|20.04.0-2|CC-BY-4.0 / CC-BY-SA-4.0 / CC0-1.0 (per file)|
+lomiri-wallpapers-20.04|20.04.0-2|CC-BY-SA-3.0|
+mate-backgrounds|1.26.0-1|GPL-2+|
+palapeli-data|4:22.12.3-1|images Public Domain / GFDL (per-image author and license in the .desktop files); package GPL-2+|usr/share/palapeli/collection/*.desktop
+python3-skimage|0.19.3-8|BSD-3-Clause (package); images CC0 / public domain (see notes)|usr/lib/python3/dist-packages/skimage/data/_fetchers.py
+python3-sklearn|1.2.1+dfsg-1|BSD-3-Clause (package); images CC-BY-2.0 (see README)|usr/lib/python3/dist-packages/sklearn/datasets/images/README.txt
+EOF
+)
+# class|package|file inside the package (60 photos; 4 of them PNG, one grayscale)
+IMAGES=$(cat <<'EOF'
+people|kphotoalbum|usr/share/kphotoalbum/demo/anne_helene.jpg
+people|kphotoalbum|usr/share/kphotoalbum/demo/bar55.jpg
+people|kphotoalbum|usr/share/kphotoalbum/demo/bar55_2.jpg
+people|kphotoalbum|usr/share/kphotoalbum/demo/cold_water.jpg
+people|kphotoalbum|usr/share/kphotoalbum/demo/grand_canyon_2.jpg
+people|kphotoalbum|usr/share/kphotoalbum/demo/jesper.jpg
+people|kphotoalbum|usr/share/kphotoalbum/demo/jesper_2.jpg
+people|kphotoalbum|usr/share/kphotoalbum/demo/new_wave_2.jpg
+people|kphotoalbum|usr/share/kphotoalbum/demo/pool.jpg
+people|kphotoalbum|usr/share/kphotoalbum/demo/pool_2.jpg
+people|kphotoalbum|usr/share/kphotoalbum/demo/qt-logo.jpg
+people|python3-skimage|usr/lib/python3/dist-packages/skimage/data/astronaut.png
+people|python3-skimage|usr/lib/python3/dist-packages/skimage/data/camera.png
+animals|kphotoalbum|usr/share/kphotoalbum/demo/blackie.jpg
+animals|kphotoalbum|usr/share/kphotoalbum/demo/donna.jpg
+animals|kphotoalbum|usr/share/kphotoalbum/demo/donna_2.jpg
+animals|kphotoalbum|usr/share/kphotoalbum/demo/spiff.jpg
+animals|kphotoalbum|usr/share/kphotoalbum/demo/spiff_2.jpg
+animals|lomiri-wallpapers-16.04|usr/share/backgrounds/friends_by_Aitzol_Berasategi.jpg
+animals|lomiri-wallpapers-16.04|usr/share/backgrounds/Dragonfly_by_Bolly.jpg
+animals|lomiri-wallpapers-20.04|usr/share/backgrounds/Kleiber_by_Lukas_Baubkus.jpg
+animals|mate-backgrounds|usr/share/backgrounds/mate/nature/LadyBird.jpg
+animals|mate-backgrounds|usr/share/backgrounds/mate/nature/TwoWings.jpg
+animals|palapeli-data|usr/share/palapeli/collection/european-honey-bee.jpg
+animals|palapeli-data|usr/share/palapeli/collection/panther-chameleon-female.jpg
+animals|python3-skimage|usr/lib/python3/dist-packages/skimage/data/chelsea.png
+landscapes|kphotoalbum|usr/share/kphotoalbum/demo/grand_canyon_3.jpg
+landscapes|kphotoalbum|usr/share/kphotoalbum/demo/skagen.jpg
+landscapes|kphotoalbum|usr/share/kphotoalbum/demo/skagen_2.jpg
+landscapes|kphotoalbum|usr/share/kphotoalbum/demo/snow.jpg
+landscapes|kphotoalbum|usr/share/kphotoalbum/demo/sunset.jpg
+landscapes|lomiri-wallpapers-16.04|usr/share/backgrounds/aitzgorri_by_Aitzol_Berasategi.jpg
+landscapes|lomiri-wallpapers-16.04|usr/share/backgrounds/life_by_Aitzol_Berasategi.jpg
+landscapes|lomiri-wallpapers-16.04|usr/share/backgrounds/picosdeeuropa_by_Aitzol_Berasategi.jpg
+landscapes|lomiri-wallpapers-16.04|usr/share/backgrounds/sunset_by_Aitzol_Berasategi.jpg
+landscapes|lomiri-wallpapers-16.04|usr/share/backgrounds/Bridge_by_Sander_Klootwijk.jpg
+landscapes|lomiri-wallpapers-20.04|usr/share/backgrounds/Infinite-Sea_by_Aury88.jpg
+landscapes|mate-backgrounds|usr/share/backgrounds/mate/nature/Dune.jpg
+landscapes|mate-backgrounds|usr/share/backgrounds/mate/nature/Storm.jpg
+landscapes|palapeli-data|usr/share/palapeli/collection/castle-maintenon.jpg
+landscapes|palapeli-data|usr/share/palapeli/collection/cincinnati-bridge.jpg
+landscapes|python3-sklearn|usr/lib/python3/dist-packages/sklearn/datasets/images/china.jpg
+plants|lomiri-wallpapers-16.04|usr/share/backgrounds/seeding_by_Clements_Engelhardt.jpg
+plants|mate-backgrounds|usr/share/backgrounds/mate/nature/Blinds.jpg
+plants|mate-backgrounds|usr/share/backgrounds/mate/nature/FreshFlower.jpg
+plants|mate-backgrounds|usr/share/backgrounds/mate/nature/Garden.jpg
+plants|mate-backgrounds|usr/share/backgrounds/mate/nature/GreenMeadow.jpg
+plants|mate-backgrounds|usr/share/backgrounds/mate/nature/RainDrops.jpg
+plants|mate-backgrounds|usr/share/backgrounds/mate/nature/YellowFlower.jpg
+plants|python3-sklearn|usr/lib/python3/dist-packages/sklearn/datasets/images/flower.jpg
+objects|lomiri-wallpapers-16.04|usr/share/backgrounds/Picture_0B_by_freespace.jpg
+objects|lomiri-wallpapers-16.04|usr/share/backgrounds/Picture_1A_by_freespace.jpg
+objects|lomiri-wallpapers-16.04|usr/share/backgrounds/Wine_by_Jakkub_Mede.jpg
+objects|lomiri-wallpapers-16.04|usr/share/backgrounds/greentock_by_Peter_Nerlich.jpg
+objects|lomiri-wallpapers-16.04|usr/share/backgrounds/free_by_Peter_Nerlich.jpg
+objects|mate-backgrounds|usr/share/backgrounds/mate/nature/Aqua.jpg
+objects|mate-backgrounds|usr/share/backgrounds/mate/nature/Wood.jpg
+objects|palapeli-data|usr/share/palapeli/collection/citrus-fruits.jpg
+objects|python3-skimage|usr/lib/python3/dist-packages/skimage/data/coffee.png
+objects|python3-skimage|usr/lib/python3/dist-packages/skimage/data/rocket.jpg
+EOF
+)
+
+mkdir -p "$CACHE/debs" "$CACHE/src"
+if ! apt-cache show kphotoalbum >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    log "apt package lists look empty: running apt-get update"
+    apt-get update -q >/dev/null || die "apt-get update failed"
+  else
+    die "apt-cache does not know kphotoalbum: run 'sudo apt-get update' first"
   fi
-  if [ ! -d "$CACHE/tree/$pkg" ]; then
-    dpkg-deb -x "$CACHE/debs/${pkg}"_*.deb "$CACHE/tree/$pkg.tmp" && mv "$CACHE/tree/$pkg.tmp" "$CACHE/tree/$pkg"
+fi
+# apt drops privileges to _apt for downloads; avoid its warning when it cannot write to $CACHE
+APT_OPTS=(-q)
+[ "$(id -u)" = 0 ] && APT_OPTS+=(-o APT::Sandbox::User=root)
+
+: > "$CACHE/versions.tsv"
+log "$(echo "$PACKAGES" | wc -l) packages (about 110 MB to download when not cached) in $CACHE"
+while IFS='|' read -r pkg ver lic extra; do
+  deb=$(ls "$CACHE/debs/${pkg}_"*.deb 2>/dev/null | head -1 || true)
+  if [ -z "$deb" ] && [ -f "$CACHE/src/$pkg/.deb" ]; then
+    deb=$(cat "$CACHE/src/$pkg/.deb")          # unpacked earlier, .deb deleted (KEEP_DEBS=0)
+    got=$(cat "$CACHE/src/$pkg/.version")
+  else
+    if [ -z "$deb" ]; then
+      aptlog=$(mktemp)
+      if ! ( cd "$CACHE/debs" && apt-get "${APT_OPTS[@]}" download "$pkg=$ver" ) >"$aptlog" 2>&1; then
+        log "WARNING: $pkg=$ver is no longer in the archive; using the current candidate (output bytes may differ)"
+        ( cd "$CACHE/debs" && apt-get "${APT_OPTS[@]}" download "$pkg" ) >"$aptlog" 2>&1 \
+          || { cat "$aptlog" >&2; die "apt-get download $pkg failed"; }
+      fi
+      rm -f "$aptlog"
+      deb=$(ls "$CACHE/debs/${pkg}_"*.deb | head -1)
+      log "  downloaded $(basename "$deb") ($(( $(stat -c %s "$deb") / 1000000 )) MB)"
+    fi
+    got=$(dpkg-deb -f "$deb" Version)
+    if [ "$(cat "$CACHE/src/$pkg/.deb" 2>/dev/null || true)" != "$(basename "$deb")" ]; then
+      rm -rf "$CACHE/src/$pkg"; mkdir -p "$CACHE/src/$pkg"
+      members=("./usr/share/doc/$pkg/copyright")
+      while IFS='|' read -r _c p f; do [ "$p" = "$pkg" ] && members+=("./$f"); done <<< "$IMAGES"
+      for e in $extra; do members+=("./$e"); done
+      # a member missing from a newer package version is reported below by the generator
+      dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$CACHE/src/$pkg" --wildcards "${members[@]}" 2>/dev/null || true
+      basename "$deb" > "$CACHE/src/$pkg/.deb"
+      echo "$got" > "$CACHE/src/$pkg/.version"
+    fi
+    [ "$KEEP_DEBS" = 1 ] || rm -f "$deb"
   fi
-done
+  printf '%s\t%s\t%s\t%s\t%s\n' "$pkg" "$got" "$lic" "$(basename "$deb")" "$extra" >> "$CACHE/versions.tsv"
+done <<< "$PACKAGES"
 
-T="$CACHE/tree"
-STAGE="$OUT/.stage"
-rm -rf "$STAGE"
-mkdir -p "$STAGE/licenses"
-{
-  printf 'package\tversion\tclass\n'
-  for pkg in "${PACKAGES[@]}"; do
-    deb=$(ls "$CACHE/debs/${pkg}"_*.deb)
-    printf '%s\t%s\t%s\n' "$pkg" "$(dpkg-deb -f "$deb" Version)" \
-      "$(case $pkg in mate-*) echo nature;; lomiri-*) echo wallpaper;; labelme-*) echo voc;; *) echo puzzle;; esac)"
-    cp "$T/$pkg/usr/share/doc/$pkg/copyright" "$STAGE/licenses/$pkg.copyright" 2>/dev/null || true
-  done
-} > "$STAGE/SOURCES.tsv"
+# ---------------------------------------------------------------------------------------------
+# 3. generate into a temp dir, then move into place; the stamp is written last
+# ---------------------------------------------------------------------------------------------
+rm -rf "$OUT"/.build.* "$OUT/.complete"
+BUILD=$OUT/.build.$$
+trap 'rm -rf "$BUILD"' EXIT
+mkdir -p "$BUILD"
+echo "$IMAGES" > "$BUILD/images.txt"
+log "generating $N_TRAIN train + $N_VAL val JPEGs with $JOBS workers (seed $SEED)"
+"$PY" - "$CACHE" "$BUILD" "$SEED" "$N_TRAIN" "$N_VAL" "$GRAY" "$JOBS" <<'PYEOF'
+import ast, hashlib, io, multiprocessing as mp, os, random, shutil, sys
+from PIL import Image, ImageOps
 
-$PY - "$STAGE" "$PER_PHOTO" "$VAL_EVERY" \
-  "nature=$T/mate-backgrounds/usr/share/backgrounds/mate/nature" \
-  "wallpaper=$T/lomiri-wallpapers-16.04/usr/share/backgrounds" \
-  "voc=$T/labelme-examples/usr/share/doc/labelme-examples/examples" \
-  "puzzle=$T/palapeli-data/usr/share/palapeli/collection" \
-  "puzzle=$T/python3-sklearn/usr/lib/python3/dist-packages/sklearn/datasets/images" <<'PYEOF'
-import hashlib, io, os, random, sys
-from PIL import Image
+cache, build, seed, n_train, n_val, gray, jobs = sys.argv[1:8]
+n_train, n_val, gray, jobs = int(n_train), int(n_val), gray == "1", max(1, int(jobs))
+WORK_LONG = 2000      # sources are first reduced to at most this long side
 
-stage, per_photo, val_every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-sources = {}
-for arg in sys.argv[4:]:
-    cls, root = arg.split("=", 1)
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            if f.lower().endswith((".jpg", ".jpeg")) and (cls != "voc" or "JPEGImages" in dirpath):
-                sources.setdefault(cls, []).append(os.path.join(dirpath, f))
+def log(msg):
+    print(f"[prepare_sample_data] {msg}", file=sys.stderr, flush=True)
 
-rng = random.Random(20261121)
-seen = set()
-counts = {}
-for cls in sorted(sources):
-    for path in sorted(sources[cls]):
-        data = open(path, "rb").read()
-        digest = hashlib.sha1(data).hexdigest()
-        stem = os.path.splitext(os.path.basename(path))[0].replace(" ", "_")
-        if digest in seen or (cls, stem) in seen:  # labelme ships VOC photos in several examples
-            continue
-        seen.update([digest, (cls, stem)])
-        with Image.open(io.BytesIO(data)) as im:
-            im = im.convert("RGB")
-        if min(im.size) < 200:
-            continue
-        for k in range(per_photo):
-            w, h = im.size
-            area = w * h * rng.uniform(0.25, 1.0)
-            aspect = rng.uniform(3 / 4, 4 / 3)
-            cw = min(w, int(round((area * aspect) ** 0.5)))
-            ch = min(h, int(round((area / aspect) ** 0.5)))
-            x, y = rng.randint(0, w - cw), rng.randint(0, h - ch)
-            crop = im.crop((x, y, x + cw, y + ch))
-            long_side = rng.randint(250, 500)
-            s = long_side / max(cw, ch)
-            crop = crop.resize((max(1, round(cw * s)), max(1, round(ch * s))), Image.BICUBIC)
-            if rng.random() < 0.5:
-                crop = crop.transpose(Image.FLIP_LEFT_RIGHT)
-            n = counts.get(cls, 0)
-            counts[cls] = n + 1
-            split = "val" if n % val_every == val_every - 1 else "train"
-            out = os.path.join(stage, split, cls, f"{stem}_{k}.jpg")
-            os.makedirs(os.path.dirname(out), exist_ok=True)
-            crop.save(out, "JPEG", quality=rng.randint(85, 95), subsampling="4:2:0")
-print(" ".join(f"{c}={n}" for c, n in sorted(counts.items())), file=sys.stderr)
+srcs = []             # (class, package, member)
+for line in open(os.path.join(build, "images.txt")):
+    if line.strip():
+        c, p, f = line.strip().split("|")
+        if os.path.isfile(os.path.join(cache, "src", p, f)):
+            srcs.append((c, p, f))
+        else:
+            log(f"WARNING: {p}: {f} missing in this package version; skipped")
+classes = sorted({c for c, _, _ in srcs})
+
+def key(*parts):
+    return hashlib.sha256("\0".join(map(str, (seed,) + parts)).encode()).hexdigest()
+
+# hold out ~15% of each class's photos (at least one) for val, so val never shares a photo with train
+jobs_by_src = {}      # src -> list of (split, index)
+for c in classes:
+    # (the grayscale photo stays in train, so the main job sees a 1-channel JPEG now and then)
+    members = sorted((s for s in srcs if s[0] == c),
+                     key=lambda s: (Image.open(os.path.join(cache, "src", s[1], s[2])).mode == "L",
+                                    key("split", s[1], s[2])))
+    n_hold = max(1, round(0.15 * len(members)))
+    if len(members) < 2:
+        sys.exit(f"class {c} has fewer than 2 source photos")
+    for split, group, total in (("val", members[:n_hold], n_val), ("train", members[n_hold:], n_train)):
+        ci = classes.index(c)
+        per_class = total // len(classes) + (ci < total % len(classes))
+        group = sorted(group, key=lambda s: s[2])
+        for i, s in enumerate(group):
+            k = per_class // len(group) + (i < per_class % len(group))
+            jobs_by_src.setdefault(s, []).extend((split, j) for j in range(k))
+
+def load(path):
+    im = Image.open(path)
+    if im.format == "JPEG":
+        im.draft(im.mode, (WORK_LONG, WORK_LONG))      # DCT-domain downscale of huge wallpapers
+    im = ImageOps.exif_transpose(im)
+    if im.mode not in ("RGB", "L"):
+        im = im.convert("RGB")
+    if im.mode == "L" and not gray:
+        im = im.convert("RGB")
+    if max(im.size) > WORK_LONG:
+        f = WORK_LONG / max(im.size)
+        im = im.resize((max(1, round(im.width * f)), max(1, round(im.height * f))), Image.LANCZOS)
+    return im
+
+def derive(task):
+    (c, p, f), outs = task
+    im = load(os.path.join(cache, "src", p, f))
+    W, H = im.size
+    stem = os.path.splitext(os.path.basename(f))[0].lower().replace("_", "-")
+    rows = []
+    for split, j in outs:
+        r = random.Random(key("img", p, f, split, j))
+        # output shape: ImageNet-like (long side mostly 500, 4:3 / 3:2 landscape, some portrait)
+        u = r.random()
+        long_side = 500 if u < 0.5 else (r.randint(200, 499) if u < 0.85 else r.randint(501, 700))
+        ar = r.choice([4 / 3, 4 / 3, 3 / 2, 3 / 2, 1.0, r.uniform(1.1, 1.8)])
+        if r.random() < 0.2:
+            ar = 1 / ar                                   # portrait
+        # crop box of that aspect: linear scale 0.35..1 of the largest box that fits, random position
+        bw, bh = (W, W / ar) if W / ar <= H else (H * ar, H)
+        t = r.uniform(0.35, 1.0)
+        cw, ch = bw * t, bh * t
+        x0, y0 = r.uniform(0, W - cw), r.uniform(0, H - ch)
+        ow, oh = (long_side, long_side / ar) if ar >= 1 else (long_side * ar, long_side)
+        if ow > cw:                                       # never upscale
+            ow, oh = cw, ch
+        ow, oh = max(16, round(ow)), max(16, round(oh))
+        out = im.resize((ow, oh), Image.LANCZOS, box=(x0, y0, x0 + cw, y0 + ch))
+        flip = r.random() < 0.5
+        if flip:
+            out = out.transpose(Image.FLIP_LEFT_RIGHT)
+        q = min(97, max(75, round(r.gauss(90, 3))))
+        v = r.random()
+        sub = 2 if v < 0.85 else (0 if v < 0.95 else 1)  # 4:2:0 / 4:4:4 / 4:2:2
+        buf = io.BytesIO()
+        out.save(buf, "JPEG", quality=q, subsampling=sub)
+        data = buf.getvalue()
+        Image.open(io.BytesIO(data)).load()               # must decode
+        rel = f"{split}/{c}/{c}_{stem}_{j:03d}.jpg"
+        os.makedirs(os.path.dirname(os.path.join(build, rel)), exist_ok=True)
+        with open(os.path.join(build, rel), "wb") as fh:
+            fh.write(data)
+        box = ",".join(str(round(v)) for v in (x0, y0, x0 + cw, y0 + ch))
+        rows.append((split, rel, c, p, f, f"{W}x{H}", box, f"{ow}x{oh}", out.mode,
+                     {2: "4:2:0", 1: "4:2:2", 0: "4:4:4"}[sub] if out.mode != "L" else "gray",
+                     str(q), "1" if flip else "0", str(len(data))))
+    return rows
+
+tasks = sorted(jobs_by_src.items())
+with mp.get_context("fork").Pool(min(jobs, len(tasks))) as pool:
+    rows = [row for rs in pool.imap(derive, tasks) for row in rs]
+rows.sort(key=lambda r: r[1])
+with open(os.path.join(build, "manifest.tsv"), "w") as fh:
+    fh.write("split\tpath\tclass\tpackage\tsource_file\tsource_size_used\tcrop_box\tsize\tmode\tsubsampling\tquality\tflipped\tbytes\n")
+    for r in rows:
+        fh.write("\t".join(r) + "\n")
+
+# provenance: SOURCES.tsv + licenses/
+lic_dir = os.path.join(build, "licenses")
+os.makedirs(lic_dir)
+used = {}
+for (c, p, f) in jobs_by_src:
+    used[p] = used.get(p, 0) + 1
+with open(os.path.join(build, "SOURCES.tsv"), "w") as fh:
+    fh.write("package\tversion\tlicense\tdeb\tphotos_used\timages_made\tcopyright_file\n")
+    for line in open(os.path.join(cache, "versions.tsv")):
+        p, ver, lic, deb, extra = line.rstrip("\n").split("\t")
+        made = sum(1 for r in rows if r[3] == p)
+        src_root = os.path.join(cache, "src", p)
+        cp = os.path.join(src_root, "usr/share/doc", p, "copyright")
+        if os.path.isfile(cp):
+            shutil.copyfile(cp, os.path.join(lic_dir, f"{p}.copyright"))
+        else:
+            log(f"WARNING: {p}: no copyright file found")
+        fh.write(f"{p}\t{ver}\t{lic}\t{deb}\t{used.get(p, 0)}\t{made}\tlicenses/{p}.copyright\n")
+        for pat in extra.split():
+            d = os.path.join(src_root, os.path.dirname(pat))
+            names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+            for n in names:
+                if not __import__("fnmatch").fnmatch(n, os.path.basename(pat)):
+                    continue
+                src = os.path.join(d, n)
+                if n == "_fetchers.py":   # skimage: keep only the per-image notes of the photos used
+                    t = ast.parse(open(src).read())
+                    with open(os.path.join(lic_dir, f"{p}.image-notes.txt"), "w") as o:
+                        for node in t.body:
+                            if isinstance(node, ast.FunctionDef) and node.name in ("astronaut", "camera", "chelsea", "coffee", "rocket"):
+                                o.write(f"== skimage.data.{node.name}()\n{ast.get_docstring(node)}\n\n")
+                else:
+                    shutil.copyfile(src, os.path.join(lic_dir, f"{p}.{n}"))
+log(f"wrote {len(rows)} images from {len(jobs_by_src)} photos in {len(classes)} classes")
 PYEOF
-
-rm -rf "$OUT/train" "$OUT/val" "$OUT/licenses"
-mv "$STAGE/train" "$STAGE/val" "$STAGE/licenses" "$OUT/"
-mv "$STAGE/SOURCES.tsv" "$OUT/SOURCES.tsv"
-rmdir "$STAGE"
-echo "$VERSION" > "$OUT/.complete"
-log "train: $(find "$OUT/train" -name '*.jpg' | wc -l) images, val: $(find "$OUT/val" -name '*.jpg' | wc -l) images," \
-    "classes: $(ls "$OUT/train" | tr '\n' ' ')," "$(du -sm --exclude=.cache "$OUT" | cut -f1) MB"
+rm -f "$BUILD/images.txt"
+for item in train val licenses manifest.tsv SOURCES.tsv; do
+  rm -rf "${OUT:?}/$item"
+  mv "$BUILD/$item" "$OUT/$item"
+done
+echo "$STAMP_TEXT" > "$OUT/.complete"
+log "done"
+summary
