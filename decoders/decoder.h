@@ -69,6 +69,13 @@ struct DecodeRequest {
   /// A truncated or partly corrupt image: true returns what was decoded (rest grey) with
   /// DecodeReport::partial set; false makes it an error.
   bool allow_partial = false;
+  /// Scratch room around the output (no orientation, no colour conversion): each output row may
+  /// also be written up to this many pixels to its left and to its right. The caller promises a
+  /// row stride of at least (width + 2 * slack_columns) pixels and writable memory from
+  /// slack_columns pixels before the first row to slack_columns pixels after the last, e.g. a
+  /// view into a wider buffer. Lets a region decoder (libjpeg widens a crop to whole blocks)
+  /// write rows in place instead of copying them through a scratch row. 0: only the view.
+  int64_t slack_columns = 0;
 };
 
 /// What decode() has to say besides the pixels.

@@ -160,6 +160,7 @@ class JpegDecoder final : public ImageDecoder {
       jpeg_abort_decompress(&cinfo_);
       return plan.status();
     }
+    slack_columns_ = request.slack_columns;
     if (!decode_rows(*plan, output_mode(request.color), out)) return error_status();
     DecodeReport report;
     report.scale_denom = plan->scale_denom;
@@ -248,10 +249,15 @@ class JpegDecoder final : public ImageDecoder {
     size_t need = raw_bytes + size_t(win.w) * plan.channels;
     if (scratch_.size() < need) scratch_.resize(need);  // grows only: no steady-state allocation
     skip_rows(JDIMENSION(win.y));
-    bool direct = x0 == 0 && int64_t(cols) == win.w && plan.orientation == 1 &&
-                  mode.convert == Convert::kNone && out.strides[1] == plan.channels;
+    // libjpeg writes `cols` pixels from column x0: straight into the caller's rows when the
+    // columns outside the window fit in the caller's slack (or there are none).
+    const int64_t left = int64_t(win.x) - int64_t(x0), right = int64_t(x0) + int64_t(cols) - (win.x + win.w);
+    const int64_t slack = std::max<int64_t>(slack_columns_, 0);
+    bool direct = left <= slack && right <= slack && plan.orientation == 1 &&
+                  mode.convert == Convert::kNone && out.strides[1] == plan.channels &&
+                  (slack == 0 || out.strides[0] >= (win.w + 2 * slack) * plan.channels);
     if (direct) {
-      read_rows_into(out, win);
+      read_rows_into(out, win, left * plan.channels);
     } else {
       read_rows_via_scratch(plan, mode, out, int64_t(win.x) - int64_t(x0), cols);
     }
@@ -277,11 +283,13 @@ class JpegDecoder final : public ImageDecoder {
 
   // Decodes a wider span of columns than the window: libjpeg widens the left edge to an iMCU
   // boundary, and the pixels next to either edge of a cropped decode differ from a full decode
-  // (fancy upsampling replicates the edge chroma sample; progressive block smoothing uses DC
-  // values up to two blocks away). A margin of two iMCUs on each side makes the window's pixels
-  // equal those of a full decode.
+  // (fancy upsampling replicates the edge chroma sample, which reaches one chroma sample in;
+  // progressive block smoothing uses DC values up to two blocks away). A margin of one iMCU on
+  // each side (two for progressive files) makes the window's pixels equal those of a full
+  // decode; every column of margin costs IDCT, upsampling and colour conversion.
   void crop_columns(const Roi& win, JDIMENSION* x0, JDIMENSION* cols) {
-    int64_t margin = 2 * int64_t(cinfo_.min_DCT_scaled_size) * cinfo_.max_h_samp_factor;
+    const int64_t imcus = cinfo_.progressive_mode ? 2 : 1;
+    int64_t margin = imcus * int64_t(cinfo_.min_DCT_scaled_size) * cinfo_.max_h_samp_factor;
     int64_t left = std::max<int64_t>(0, win.x - margin);
     int64_t right = std::min<int64_t>(cinfo_.output_width, win.x + win.w + margin);
     if (left == 0 && right == int64_t(cinfo_.output_width)) return;
@@ -304,9 +312,10 @@ class JpegDecoder final : public ImageDecoder {
       if (jpeg_read_scanlines(&cinfo_, &row, 1) != 1) fail("libjpeg returned no rows");
   }
 
-  // Fast path: libjpeg writes straight into the caller's rows.
-  void read_rows_into(const TensorView& out, const Roi& win) {
-    auto* base = static_cast<uint8_t*>(out.data);
+  // Fast path: libjpeg writes straight into the caller's rows, each starting `back` bytes before
+  // the row (the columns left of the window, in the caller's slack).
+  void read_rows_into(const TensorView& out, const Roi& win, int64_t back) {
+    auto* base = static_cast<uint8_t*>(out.data) - back;
     JSAMPROW rows[16];
     for (int64_t r = 0; r < win.h;) {
       int n = int(std::min<int64_t>(16, win.h - r));
@@ -351,6 +360,7 @@ class JpegDecoder final : public ImageDecoder {
   ErrorState err_;
   jpeg_progress_mgr progress_{};
   bool created_ = false;
+  int64_t slack_columns_ = 0;  // of the request being decoded
   std::vector<uint8_t> scratch_;
 };
 

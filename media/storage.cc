@@ -1,5 +1,7 @@
 #include "media/storage.h"
 
+#include <sys/mman.h>
+
 #include <bit>
 #include <cstdlib>
 #include <map>
@@ -13,14 +15,27 @@ namespace {
 class HostAllocator final : public Allocator {
  public:
   void* allocate(size_t bytes) override {
-    const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = std::aligned_alloc(kAlignment, rounded);
+    // Batch-sized blocks are aligned to and rounded up to 2 MB huge pages: the first touch of a
+    // fresh batch buffer then takes one page fault per 2 MB instead of per 4 KB (a 154 MB
+    // float32 batch of 256 images: 77 faults instead of 37,600), which is most of the time to
+    // the first batch beyond the decoding itself.
+    const bool huge = bytes >= kHugeThreshold;
+    const size_t align = huge ? kHugePage : kAlignment;
+    const size_t rounded = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, rounded);
     if (!p) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (huge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: ignored where THP is off
+#endif
     return p;
   }
   void deallocate(void* p, size_t) override { std::free(p); }
   Device device() const override { return Device::cpu(); }
   const char* name() const override { return "host"; }
+
+ private:
+  static constexpr size_t kHugePage = size_t(2) << 20;
+  static constexpr size_t kHugeThreshold = size_t(8) << 20;
 };
 
 void release_to_allocator(void* context, void* data, size_t capacity) {

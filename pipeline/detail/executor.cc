@@ -255,8 +255,9 @@ void Executor::Core::process(Job& job, int64_t slot) {
   const bool last = job.remaining.fetch_sub(1) == 1;
   std::lock_guard lock(mu);
   if (last) job.done = true;
-  --outstanding;
-  cv.notify_all();
+  // Waiters wait for a whole batch (next) or for no work at all (~Executor): waking them for
+  // every sample cost a futex wake and a context switch of the consumer per sample.
+  if (--outstanding == 0 || last) cv.notify_all();
 }
 
 Executor::Executor(const PipelineSpec& spec, const PipelineOptions& options, const OpRegistry& registry)

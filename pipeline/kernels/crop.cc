@@ -110,7 +110,27 @@ template <typename E>
 void copy_3d(const ConstTensorView& src, const TensorView& dst) {
   const E* sp = static_cast<const E*>(src.data);
   E* dp = static_cast<E*>(dst.data);
-  const int64_t n2 = src.shape[2];
+  const int64_t n1 = src.shape[1], n2 = src.shape[2];
+  // Rows of whole pixels on both sides (HWC images, flipped left-right or not): one memcpy per
+  // row, or pixels in reverse order; the general loop below costs an offset per pixel.
+  const bool rows_dense = dst.strides[2] == 1 && dst.strides[1] == n2 && src.strides[2] == 1;
+  if (rows_dense && (src.strides[1] == n2 || src.strides[1] == -n2)) {
+    for (int64_t a = 0; a < src.shape[0]; ++a) {
+      const E* s = sp + a * src.strides[0];
+      E* d = dp + a * dst.strides[0];
+      if (src.strides[1] == n2) {
+        std::memcpy(d, s, static_cast<size_t>(n1 * n2) * sizeof(E));
+      } else if (n2 == 3) {
+        for (int64_t b = 0; b < n1; ++b) {
+          d[3 * b] = s[-3 * b], d[3 * b + 1] = s[-3 * b + 1], d[3 * b + 2] = s[-3 * b + 2];
+        }
+      } else {
+        for (int64_t b = 0; b < n1; ++b)
+          for (int64_t c = 0; c < n2; ++c) d[b * n2 + c] = s[-b * n2 + c];
+      }
+    }
+    return;
+  }
   for (int64_t a = 0; a < src.shape[0]; ++a) {
     for (int64_t b = 0; b < src.shape[1]; ++b) {
       const E* s = sp + offset3(src, a, b, 0);

@@ -4,6 +4,9 @@
 #include <array>
 #include <string>
 #include <type_traits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "pipeline/kernels/detail/elements.h"
 
@@ -78,6 +81,52 @@ struct CopyU8 {
   uint8_t operator()(int64_t, uint8_t x) const { return x; }
 };
 
+// The inside part [a, b) of one output row of a 3-channel dense uint8 source through the
+// per-channel tables: each source pixel is read once and its three results written to their
+// planes (CHW, DX = 1) or interleaved (HWC, DX = 3). `s` points at the source pixel of output
+// column 0 (mirrored: walking left).
+template <int DX, bool kMirror, typename O>
+void cmn_row_rgb_lut(const uint8_t* __restrict__ s, O* __restrict__ d0, O* __restrict__ d1,
+                     O* __restrict__ d2, const O* __restrict__ lut, int64_t a, int64_t b) {
+  const O* l1 = lut + 256;
+  const O* l2 = lut + 512;
+  for (int64_t x = a; x < b; ++x) {
+    const uint8_t* p = kMirror ? s - 3 * x : s + 3 * x;
+    d0[x * DX] = lut[p[0]];
+    d1[x * DX] = l1[p[1]];
+    d2[x * DX] = l2[p[2]];
+  }
+}
+
+#if defined(__SSE2__)
+// The float32 CHW case of cmn_row_rgb_lut with non-temporal stores: a batch is far larger than
+// the caches and is read by the consumer long after, so writing around the caches saves reading
+// every destination line first (the write-allocate). The stores are fenced by the caller.
+template <bool kMirror>
+void cmn_row_rgb_lut_stream(const uint8_t* __restrict__ s, float* __restrict__ d0, float* __restrict__ d1,
+                            float* __restrict__ d2, const float* __restrict__ lut, int64_t a, int64_t b) {
+  const float* l1 = lut + 256;
+  const float* l2 = lut + 512;
+  auto scalar = [&](int64_t x) {
+    const uint8_t* p = kMirror ? s - 3 * x : s + 3 * x;
+    d0[x] = lut[p[0]], d1[x] = l1[p[1]], d2[x] = l2[p[2]];
+  };
+  const auto addr = [](const float* p) { return reinterpret_cast<uintptr_t>(p); };
+  int64_t x = a;
+  if ((addr(d1) - addr(d0)) % 16 == 0 && (addr(d2) - addr(d0)) % 16 == 0) {
+    for (; x < b && addr(d0 + x) % 16 != 0; ++x) scalar(x);
+    for (; x + 4 <= b; x += 4) {
+      const uint8_t* p = kMirror ? s - 3 * x : s + 3 * x;
+      const int step = kMirror ? -3 : 3;
+      _mm_stream_ps(d0 + x, _mm_setr_ps(lut[p[0]], lut[p[step]], lut[p[2 * step]], lut[p[3 * step]]));
+      _mm_stream_ps(d1 + x, _mm_setr_ps(l1[p[1]], l1[p[step + 1]], l1[p[2 * step + 1]], l1[p[3 * step + 1]]));
+      _mm_stream_ps(d2 + x, _mm_setr_ps(l2[p[2]], l2[p[step + 2]], l2[p[2 * step + 2]], l2[p[3 * step + 2]]));
+    }
+  }
+  for (; x < b; ++x) scalar(x);
+}
+#endif
+
 // dst(y, x, c) = conv(c, src(top + y, left + x', c)) with x' mirrored if asked, or conv's fill
 // outside the image; dst strides are given per (y, x, c) so one loop serves both layouts.
 template <typename S, typename O, typename Conv>
@@ -94,6 +143,38 @@ void cmn_loop(const ConstTensorView& src, O* dst, const int64_t (&ds)[3], int64_
     const bool row_in = sy >= 0 && sy < H;
     const S* srow = sp + (row_in ? sy : 0) * src.strides[0];
     O* drow = dst + y * ds[0];
+    if constexpr (std::is_same_v<S, uint8_t> && requires { conv.lut; }) {
+      // The common case (RGB uint8 pixels to a CHW or HWC batch slot): one pass over the row.
+      const int64_t dx = ds[1];
+      if (C == 3 && ssx == 3 && ssc == 1 && conv.use_lut && (dx == 1 || (dx == 3 && ds[2] == 1))) {
+        const int64_t a = row_in ? xa : w, b = row_in ? xb : w;
+        O* d[3] = {drow, drow + ds[2], drow + 2 * ds[2]};
+        for (int64_t c = 0; c < 3; ++c) {
+          const O f = conv.fill(c);
+          for (int64_t x = 0; x < a; ++x) d[c][x * dx] = f;
+          for (int64_t x = b; x < w; ++x) d[c][x * dx] = f;
+        }
+        const S* s = srow + (o.mirror ? (o.left + w - 1) * 3 : o.left * 3);
+        const O* lut = conv.lut.data();
+#if defined(__SSE2__)
+        if constexpr (std::is_same_v<O, float>) {
+          if (dx == 1) {
+            o.mirror ? cmn_row_rgb_lut_stream<true>(s, d[0], d[1], d[2], lut, a, b)
+                     : cmn_row_rgb_lut_stream<false>(s, d[0], d[1], d[2], lut, a, b);
+            continue;
+          }
+        }
+#endif
+        if (dx == 1) {
+          o.mirror ? cmn_row_rgb_lut<1, true>(s, d[0], d[1], d[2], lut, a, b)
+                   : cmn_row_rgb_lut<1, false>(s, d[0], d[1], d[2], lut, a, b);
+        } else {
+          o.mirror ? cmn_row_rgb_lut<3, true>(s, d[0], d[1], d[2], lut, a, b)
+                   : cmn_row_rgb_lut<3, false>(s, d[0], d[1], d[2], lut, a, b);
+        }
+        continue;
+      }
+    }
     for (int64_t c = 0; c < C; ++c) {
       const O f = conv.fill(c);
       O* d = drow + c * ds[2];
@@ -187,7 +268,13 @@ Status crop_mirror_normalize(const ConstTensorView& src, const TensorView& dst,
   HDL_RETURN_IF_ERROR(check_params(o.norm, C));
   const int64_t ds[3] = {chw ? dst.strides[1] : dst.strides[0], chw ? dst.strides[2] : dst.strides[1],
                          chw ? dst.strides[0] : dst.strides[2]};
-  if (src.dtype == DType::kU8) return cmn_typed<uint8_t>(src, dst, ds, h, w, o);
+  if (src.dtype == DType::kU8) {
+    const Status st = cmn_typed<uint8_t>(src, dst, ds, h, w, o);
+#if defined(__SSE2__)
+    _mm_sfence();  // orders the non-temporal stores before whatever publishes the batch
+#endif
+    return st;
+  }
   return cmn_typed<float>(src, dst, ds, h, w, o);
 }
 

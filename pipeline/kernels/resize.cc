@@ -60,14 +60,15 @@ struct WindowAxis {
 };
 
 WindowAxis window_axis(int64_t in, int64_t out, int64_t d0, int64_t n, bool resampled,
-                       const ResizeOptions& o, std::vector<float>& w, std::vector<int32_t>& start) {
+                       const ResizeOptions& o, std::vector<float>& w, std::vector<int32_t>& start,
+                       ResizeWorkspace& ws) {
   WindowAxis a;
   a.resampled = resampled;
   if (!resampled) {
     a.lo = d0, a.hi = d0 + n;
     return a;
   }
-  const AxisTable full = make_table(in, out, o, w, start);
+  const AxisTable full = make_table(in, out, o, w, start, ws);
   a.taps = full.taps;
   a.lo = in, a.hi = 0;
   for (int64_t i = d0; i < d0 + n; ++i) {
@@ -110,8 +111,8 @@ Result<WindowAxes> window_axes(SizeHW in, SizeHW out, PointYX d0, SizeHW n, cons
   // The same skipping rule as resize(): an unchanged axis is the identity, unless neither changes.
   const bool do_h = in.w != out.w || in.h == out.h;
   const bool do_v = in.h != out.h;
-  return WindowAxes{window_axis(in.w, out.w, d0.x, n.w, do_h, o, ws.weights_x, ws.start_x),
-                    window_axis(in.h, out.h, d0.y, n.h, do_v, o, ws.weights_y, ws.start_y)};
+  return WindowAxes{window_axis(in.w, out.w, d0.x, n.w, do_h, o, ws.weights_x, ws.start_x, ws),
+                    window_axis(in.h, out.h, d0.y, n.h, do_v, o, ws.weights_y, ws.start_y, ws)};
 }
 
 }  // namespace
@@ -176,8 +177,8 @@ Status resize(const ConstTensorView& src, const TensorView& dst, const ResizeOpt
   const bool do_h = in_w != out_w || in_h == out_h;
   const bool do_v = in_h != out_h;
   AxisTable ax, ay;
-  if (do_h) ax = make_table(in_w, out_w, options, ws.weights_x, ws.start_x);
-  if (do_v) ay = make_table(in_h, out_h, options, ws.weights_y, ws.start_y);
+  if (do_h) ax = make_table(in_w, out_w, options, ws.weights_x, ws.start_x, ws);
+  if (do_v) ay = make_table(in_h, out_h, options, ws.weights_y, ws.start_y, ws);
   const AxisTable* pax = do_h ? &ax : nullptr;
   const AxisTable* pay = do_v ? &ay : nullptr;
   const bool pil = pil_semantics(dst, options);

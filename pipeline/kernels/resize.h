@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <memory>
 #include <vector>
 
 #include "media/status.h"
@@ -48,11 +49,22 @@ struct ResizeOptions {
 /// Per-thread scratch for resize(): weight tables, the intermediate image, one row. Grows to the
 /// largest request seen and is then reused (no allocation in steady state). Not thread-safe:
 /// one per thread.
+namespace detail {
+struct WeightTableCache;
+struct WeightTableCacheDeleter {
+  void operator()(WeightTableCache* c) const;
+};
+}  // namespace detail
+
 struct ResizeWorkspace {
   std::vector<float> weights_x, weights_y;  ///< [out, taps] per axis
   std::vector<int32_t> start_x, start_y;    ///< first input index of each output pixel
   std::vector<float> intermediate;          ///< the image after the first pass
   std::vector<float> row;                   ///< one output row before conversion
+  /// Weight tables already computed, by (in, out, filter, antialias), so that a stream of
+  /// images of few distinct sizes (random crops of a dataset) computes each table once. Bounded
+  /// (a few MB); created on first use.
+  std::unique_ptr<detail::WeightTableCache, detail::WeightTableCacheDeleter> tables;
 };
 
 /// Resizes `src` (HWC [H, W, C], uint8 or float32, any strides, e.g. a crop_hw window) into

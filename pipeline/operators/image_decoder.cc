@@ -17,6 +17,11 @@ ColorFormat parse_color(const std::string& s) {
   return ColorFormat::kGray;
 }
 
+// Spare pixels either side of each row of the decoded region: room for libjpeg's crop, which
+// starts at an iMCU boundary one iMCU (progressive: two) left of the window and ends as far
+// right of it (4:2:0: up to 31, progressive 47 pixels; wider layouts fall back to a copy).
+constexpr int64_t kSlack = 64;
+
 struct DecoderState final : OpState {
   DecoderSet decoders;
   kernels::ResizeWorkspace resize;
@@ -120,8 +125,14 @@ class ImageDecoderOp final : public Operator {
     if (!(plan.dst_size == plan.out_size)) zero_fill(out);
     const TensorView target = out.crop_hw(plan.dst_in_output.y, plan.dst_in_output.x, plan.dst_size.h, plan.dst_size.w);
     if (!plan.resample) return st.decoders.decode(bytes, req, target).status();
-    st.pixels.resize(static_cast<size_t>(plan.decoded.h * plan.decoded.w * c));
-    const TensorView decoded(st.pixels.data(), Shape{plan.decoded.h, plan.decoded.w, c}, DType::kU8, Layout::kHWC);
+    // The decoded region goes to a buffer with kSlack spare pixels either side of each row, so
+    // that the JPEG decoder writes its block-aligned rows in place (DecodeRequest::slack_columns).
+    const int64_t row = (plan.decoded.w + 2 * kSlack) * c;
+    const size_t need = static_cast<size_t>(plan.decoded.h * row);
+    if (st.pixels.size() < need) st.pixels.resize(need);  // grows only (no zero-fill per image)
+    TensorView decoded(st.pixels.data() + kSlack * c, Shape{plan.decoded.h, plan.decoded.w, c}, DType::kU8, Layout::kHWC);
+    decoded.strides[0] = row;
+    req.slack_columns = kSlack;
     HDL_RETURN_IF_ERROR(st.decoders.decode(bytes, req, decoded).status());
     return kernels::resize_window(decoded, plan.src_origin, plan.full_in, target, plan.dst_origin,
                                   plan.full_out, fused_.options, st.resize);

@@ -11,6 +11,9 @@
 
 #include <cstdint>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <type_traits>
 #include <vector>
 
@@ -57,7 +60,6 @@ void h_row_dense(const T* __restrict__ src, const AxisTable& ax, float* __restri
 
 // GCC/Clang vector extensions: portable 4-lane SIMD without intrinsics headers.
 typedef float V4f __attribute__((vector_size(16)));
-typedef int32_t V4i __attribute__((vector_size(16)));
 typedef uint8_t V4u8 __attribute__((vector_size(4)));
 
 inline V4f load4(const float* p) {
@@ -115,6 +117,94 @@ void h_row_rgb(const T* __restrict__ src, int64_t in_w, const AxisTable& ax, flo
   }
 }
 
+// ---- AVX2 twins of the hot passes (x86-64 only), chosen at run time so that the library still
+// runs on any x86-64. Each lane does the baseline code's arithmetic in the same order, as a
+// separate multiply and add (no FMA: the avx2 target does not enable it, so nothing is
+// contracted), so results are bit-identical to the SSE2 paths on every machine.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HDL_RESIZE_AVX2 1
+inline bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+// Loads 4 consecutive elements of `lo` and of `hi` as floats into the low / high 128-bit halves.
+__attribute__((target("avx2"))) inline __m256 load4x2(const uint8_t* lo, const uint8_t* hi) {
+  uint32_t a, b;
+  std::memcpy(&a, lo, 4);
+  std::memcpy(&b, hi, 4);
+  const __m128i bytes = _mm_cvtsi64_si128(static_cast<int64_t>(uint64_t(a) | uint64_t(b) << 32));
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+}
+__attribute__((target("avx2"))) inline __m256 load4x2(const float* lo, const float* hi) {
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(lo)), _mm_loadu_ps(hi), 1);
+}
+
+// h_row_rgb two output pixels at a time: pixel x in the low four lanes, x + 1 in the high four.
+template <typename T>
+__attribute__((target("avx2"))) void h_row_rgb_avx2(const T* __restrict__ src, int64_t in_w, const AxisTable& ax,
+                                                  float* __restrict__ dst) {
+  const int taps = ax.taps;
+  auto vector_ok = [&](int64_t x) { return ax.start[x] + taps < in_w; };
+  int64_t x = 0;
+  for (; x + 1 < ax.out; x += 2) {
+    if (!vector_ok(x) || !vector_ok(x + 1)) break;  // the row's last pixels: scalar twin below
+    const float* w0 = ax.w + x * taps;
+    const float* w1 = w0 + taps;
+    const T* s0 = src + static_cast<int64_t>(ax.start[x]) * 3;
+    const T* s1 = src + static_cast<int64_t>(ax.start[x + 1]) * 3;
+    __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 1 < taps; k += 2) {
+      const __m256 we = _mm256_insertf128_ps(_mm256_set1_ps(w0[k]), _mm_set1_ps(w1[k]), 1);
+      const __m256 wo = _mm256_insertf128_ps(_mm256_set1_ps(w0[k + 1]), _mm_set1_ps(w1[k + 1]), 1);
+      even = _mm256_add_ps(even, _mm256_mul_ps(we, load4x2(s0 + k * 3, s1 + k * 3)));
+      odd = _mm256_add_ps(odd, _mm256_mul_ps(wo, load4x2(s0 + k * 3 + 3, s1 + k * 3 + 3)));
+    }
+    if (k < taps) {
+      const __m256 we = _mm256_insertf128_ps(_mm256_set1_ps(w0[k]), _mm_set1_ps(w1[k]), 1);
+      even = _mm256_add_ps(even, _mm256_mul_ps(we, load4x2(s0 + k * 3, s1 + k * 3)));
+    }
+    alignas(32) float sum[8];
+    _mm256_store_ps(sum, _mm256_add_ps(even, odd));
+    float* d = dst + x * 3;
+    d[0] = sum[0], d[1] = sum[1], d[2] = sum[2], d[3] = sum[4], d[4] = sum[5], d[5] = sum[6];
+  }
+  for (; x < ax.out; ++x) {
+    const float* w = ax.w + x * taps;
+    const T* s = src + static_cast<int64_t>(ax.start[x]) * 3;
+    if (!vector_ok(x)) {
+      h_pixel_rgb_scalar(s, w, taps, dst + x * 3);
+      continue;
+    }
+    V4f even = {0, 0, 0, 0}, odd = {0, 0, 0, 0};
+    int k = 0;
+    for (; k + 1 < taps; k += 2) {
+      even += w[k] * load4(s + k * 3);
+      odd += w[k + 1] * load4(s + k * 3 + 3);
+    }
+    if (k < taps) even += w[k] * load4(s + k * 3);
+    const V4f sum = even + odd;
+    for (int c = 0; c < 3; ++c) dst[x * 3 + c] = sum[c];
+  }
+}
+
+// v_row_dense with 8-lane vectors (the baseline loop, compiled for AVX2).
+template <typename T>
+__attribute__((target("avx2"))) void v_row_dense_avx2(const T* __restrict__ src, int64_t sy, const float* w, int taps,
+                                                    int64_t n, float* __restrict__ acc) {
+  const float w0 = w[0];
+  for (int64_t j = 0; j < n; ++j) acc[j] = w0 * static_cast<float>(src[j]);
+  for (int k = 1; k < taps; ++k) {
+    const T* __restrict__ s = src + k * sy;
+    const float wk = w[k];
+    for (int64_t j = 0; j < n; ++j) acc[j] += wk * static_cast<float>(s[j]);
+  }
+}
+#else
+inline bool cpu_has_avx2() { return false; }
+#endif
+
 template <typename T>
 void h_row_strided(const T* src, int64_t sx, int64_t sc, int64_t C, const AxisTable& ax,
                    float* dst) {
@@ -136,7 +226,11 @@ void h_row(const Plane<T>& p, const T* src, const AxisTable& ax, float* dst) {
     switch (p.c) {
       case 1: return h_row_dense<T, 1>(src, ax, dst);
       case 2: return h_row_dense<T, 2>(src, ax, dst);
-      case 3: return h_row_rgb<T>(src, p.w, ax, dst);
+      case 3:
+#ifdef HDL_RESIZE_AVX2
+        if (cpu_has_avx2()) return h_row_rgb_avx2<T>(src, p.w, ax, dst);
+#endif
+        return h_row_rgb<T>(src, p.w, ax, dst);
       case 4: return h_row_dense<T, 4>(src, ax, dst);
       default: break;
     }
@@ -162,7 +256,12 @@ template <typename T>
 void v_row(const Plane<T>& p, const AxisTable& ay, int64_t y, float* acc) {
   const float* w = ay.w + y * ay.taps;
   const T* src = p.row(ay.start[y]);
-  if (p.dense()) return v_row_dense(src, p.sy, w, ay.taps, p.w * p.c, acc);
+  if (p.dense()) {
+#ifdef HDL_RESIZE_AVX2
+    if (cpu_has_avx2()) return v_row_dense_avx2(src, p.sy, w, ay.taps, p.w * p.c, acc);
+#endif
+    return v_row_dense(src, p.sy, w, ay.taps, p.w * p.c, acc);
+  }
   for (int64_t x = 0; x < p.w; ++x) {
     for (int64_t c = 0; c < p.c; ++c) {
       const T* s = src + x * p.sx + c * p.sc;
@@ -192,14 +291,19 @@ inline float round_half_up_u8(float v) {
   return static_cast<float>(static_cast<int>(v + 0.5f));
 }
 
-// round_u8 on four lanes.
-inline void store4_u8(const float* in, uint8_t* out) {
-  V4f v = load4(in);
-  v = v < 0.0f ? V4f{0, 0, 0, 0} : v;
-  v = v > 255.0f ? V4f{255, 255, 255, 255} : v;
-  v = (v + 12582912.0f) - 12582912.0f;
-  const V4i i = __builtin_convertvector(v, V4i);
-  for (int k = 0; k < 4; ++k) out[k] = static_cast<uint8_t>(i[k]);
+// round_u8 on sixteen values: cvtps rounds half to even (the default MXCSR mode, as the
+// 1.5 * 2^23 trick), and the two saturating packs clamp to [0, 255] (NaN converts to INT_MIN,
+// hence 0, as round_u8 gives). SSE2 only, so it needs no CPU dispatch.
+inline void store16_u8(const float* in, uint8_t* out) {
+#if !defined(__SSE2__)
+  for (int k = 0; k < 16; ++k) out[k] = round_u8(in[k]);
+#else
+  const __m128i a = _mm_cvtps_epi32(_mm_loadu_ps(in));
+  const __m128i b = _mm_cvtps_epi32(_mm_loadu_ps(in + 4));
+  const __m128i c = _mm_cvtps_epi32(_mm_loadu_ps(in + 8));
+  const __m128i d = _mm_cvtps_epi32(_mm_loadu_ps(in + 12));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d)));
+#endif
 }
 
 template <typename D, typename F>
@@ -209,7 +313,7 @@ void store_row_as(const float* row, const TensorView& dst, int64_t y, F convert)
   if (dst.strides[1] == c && dst.strides[2] == 1) {
     int64_t j = 0;
     if constexpr (std::is_same_v<D, uint8_t> && std::is_same_v<F, RoundU8>) {
-      for (; j + 4 <= w * c; j += 4) store4_u8(row + j, d + j);
+      for (; j + 16 <= w * c; j += 16) store16_u8(row + j, d + j);
     }
     for (; j < w * c; ++j) d[j] = convert(row[j]);
     return;
@@ -227,9 +331,10 @@ inline void store_row(const float* row, const TensorView& dst, int64_t y, bool p
   store_row_as<float>(row, dst, y, [](float v) { return v; });
 }
 
+// The table of one axis into (w, start), from the workspace's cache when it has it.
 inline AxisTable make_table(int64_t in, int64_t out, const ResizeOptions& o, std::vector<float>& w,
-                     std::vector<int32_t>& start) {
-  const int taps = detail::compute_resize_weights(in, out, o.filter, o.antialias, w, start);
+                            std::vector<int32_t>& start, ResizeWorkspace& ws) {
+  const int taps = detail::cached_resize_weights(in, out, o.filter, o.antialias, w, start, ws.tables);
   return {w.data(), start.data(), taps, out};
 }
 
@@ -242,6 +347,11 @@ inline bool vertical_first(int64_t in_h, int64_t in_w, const AxisTable& ax, cons
   return v_first <= h_first;
 }
 
+// Workspace vectors only grow: resizing one down and up again would zero-fill it every image.
+inline void grow(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
 // Runs the passes: `ax` / `ay` null skips that axis. `pil`: Pillow's uint8 semantics (horizontal
 // pass first, intermediate rounded half up to uint8, output rounded half up), used for the
 // Pillow-only filters so that they agree with Pillow. `v_first`: the order when both axes change
@@ -250,7 +360,7 @@ template <typename T>
 void run_passes(const Plane<T>& p, int64_t in_h, const TensorView& dst, const AxisTable* ax,
                 const AxisTable* ay, bool pil, bool v_first, ResizeWorkspace& ws) {
   const int64_t C = p.c, out_h = dst.shape[0], out_w = dst.shape[1];
-  ws.row.resize(static_cast<size_t>(out_w * C));
+  grow(ws.row, static_cast<size_t>(out_w * C));
   float* row = ws.row.data();
   if (!ay) {
     for (int64_t y = 0; y < out_h; ++y) {
@@ -263,7 +373,7 @@ void run_passes(const Plane<T>& p, int64_t in_h, const TensorView& dst, const Ax
       store_row(row, dst, y, pil);
     }
   } else if (!pil && v_first) {
-    ws.intermediate.resize(static_cast<size_t>(p.w * C));
+    grow(ws.intermediate, static_cast<size_t>(p.w * C));
     const Plane<float> mid{ws.intermediate.data(), p.w * C, C, 1, p.w, C};
     for (int64_t y = 0; y < out_h; ++y) {
       v_row(p, *ay, y, ws.intermediate.data());
@@ -271,11 +381,12 @@ void run_passes(const Plane<T>& p, int64_t in_h, const TensorView& dst, const Ax
       store_row(row, dst, y, pil);
     }
   } else {
-    ws.intermediate.resize(static_cast<size_t>(in_h * out_w * C));
+    const size_t mid_size = static_cast<size_t>(in_h * out_w * C);
+    grow(ws.intermediate, mid_size);
     const Plane<float> mid{ws.intermediate.data(), out_w * C, C, 1, out_w, C};
     for (int64_t y = 0; y < in_h; ++y) h_row(p, p.row(y), *ax, ws.intermediate.data() + y * mid.sy);
     if (pil) {
-      for (float& v : ws.intermediate) v = round_half_up_u8(v);
+      for (size_t i = 0; i < mid_size; ++i) ws.intermediate[i] = round_half_up_u8(ws.intermediate[i]);
     }
     for (int64_t y = 0; y < out_h; ++y) {
       v_row(mid, *ay, y, row);

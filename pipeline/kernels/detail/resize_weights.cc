@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <unordered_map>
 
 namespace hdl::kernels::detail {
 namespace {
@@ -172,6 +173,43 @@ int compute_resize_weights(int64_t in, int64_t out, ResizeFilter filter, bool an
       return aa_table<double>(in, out, 3.0, antialias, pil_lanczos, weights, start);
   }
   return 0;
+}
+
+struct WeightTableCache {
+  struct Table {
+    int taps = 0;
+    std::vector<float> weights;
+    std::vector<int32_t> start;
+  };
+  std::unordered_map<uint64_t, Table> tables;
+  size_t bytes = 0;
+  static constexpr size_t kMaxBytes = size_t(4) << 20;
+};
+
+void WeightTableCacheDeleter::operator()(WeightTableCache* c) const { delete c; }
+
+int cached_resize_weights(int64_t in, int64_t out, ResizeFilter filter, bool antialias,
+                          std::vector<float>& weights, std::vector<int32_t>& start,
+                          std::unique_ptr<WeightTableCache, WeightTableCacheDeleter>& cache) {
+  if (in >= (int64_t(1) << 28) || out >= (int64_t(1) << 28))
+    return compute_resize_weights(in, out, filter, antialias, weights, start);
+  if (!cache) cache.reset(new WeightTableCache);
+  const uint64_t key = uint64_t(in) << 36 | uint64_t(out) << 8 | uint64_t(filter) << 1 | (antialias ? 1 : 0);
+  auto it = cache->tables.find(key);
+  if (it == cache->tables.end()) {
+    WeightTableCache::Table t;
+    t.taps = compute_resize_weights(in, out, filter, antialias, t.weights, t.start);
+    const size_t bytes = t.weights.size() * sizeof(float) + t.start.size() * sizeof(int32_t) + 64;
+    if (cache->bytes + bytes > WeightTableCache::kMaxBytes) {
+      cache->tables.clear();
+      cache->bytes = 0;
+    }
+    cache->bytes += bytes;
+    it = cache->tables.emplace(key, std::move(t)).first;
+  }
+  weights.assign(it->second.weights.begin(), it->second.weights.end());
+  start.assign(it->second.start.begin(), it->second.start.end());
+  return it->second.taps;
 }
 
 }  // namespace hdl::kernels::detail

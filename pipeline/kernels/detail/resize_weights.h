@@ -16,4 +16,11 @@ namespace hdl::kernels::detail {
 int compute_resize_weights(int64_t in, int64_t out, ResizeFilter filter, bool antialias,
                            std::vector<float>& weights, std::vector<int32_t>& start);
 
+/// compute_resize_weights through a cache of tables (created in `cache` on first use): copies
+/// a table computed before for the same (in, out, filter, antialias), else computes and keeps it.
+/// The cache holds at most a few MB; when full it starts over.
+int cached_resize_weights(int64_t in, int64_t out, ResizeFilter filter, bool antialias,
+                          std::vector<float>& weights, std::vector<int32_t>& start,
+                          std::unique_ptr<WeightTableCache, WeightTableCacheDeleter>& cache);
+
 }  // namespace hdl::kernels::detail

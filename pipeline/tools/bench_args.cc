@@ -1,0 +1,96 @@
+#include "pipeline/tools/bench_args.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace hdl::tools {
+namespace {
+
+constexpr const char* kUsage = R"(usage: hdl-bench PIPELINE DATA [options]
+
+Runs a pipeline over a dataset and reports throughput, a per-stage time breakdown, CPU use,
+peak memory, time to first batch and failures.
+
+PIPELINE  resnet-train  decode + RandomResizedCrop 224 + random flip + normalize (float32 NCHW)
+          resnet-eval   decode + resize 256 + center crop 224 + normalize
+          decode        decode only (ragged HWC uint8)
+          FILE.json     a pipeline spec (pipeline/spec_json.h); DATA replaces its reader's source
+DATA      an ImageFolder root (root/<class>/<file>) or a file list ("relative/path label" lines)
+
+options:
+  --batch-size N     samples per batch (256)
+  --threads N        worker threads, 0 = one per core (0)
+  --prefetch N       batches prepared ahead of the consumer (2)
+  --epochs N         epochs to run (1)
+  --iterations N     run N batches instead (crossing epoch boundaries)
+  --warmup N         first N batches are left out of the throughput (1)
+  --device D         where batches go: cpu (accelerators need a backend build)
+  --dtype T          image output dtype: float32, float16, bfloat16, uint8 (float32)
+  --layout L         image output layout: CHW or HWC (CHW)
+  --seed N           shuffling and augmentation seed (0)
+  --size N           output side (224); --resize N: resnet-eval's shorter side (256)
+  --no-dct-scaling   decode at full scale (exact torchvision pixels; slower on large images)
+  --no-shuffle       read in dataset order
+  --file-root DIR    root of a file list's relative paths (default: the list's folder)
+  --skip-errors      replace unreadable samples (counted) instead of stopping
+  --json             print one JSON report on stdout
+  --progress, --no-progress   force the live progress bar on stderr on / off (default: a TTY)
+)";
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "hdl-bench: %s\n%s", why.c_str(), kUsage);
+  std::exit(2);
+}
+
+}  // namespace
+
+BenchArgs parse_bench_args(int argc, char** argv) {
+  BenchArgs a;
+  int positional = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto text = [&]() -> std::string {
+      if (i + 1 >= argc) fail("missing value after " + arg);
+      return argv[++i];
+    };
+    auto number = [&](long long lo) -> long long {
+      const std::string v = text();
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < lo) fail("bad value for " + arg + ": " + v);
+      return n;
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--batch-size") a.batch_size = number(1);
+    else if (arg == "--threads") a.threads = static_cast<int>(number(0));
+    else if (arg == "--prefetch") a.prefetch = static_cast<int>(number(1));
+    else if (arg == "--epochs") a.epochs = static_cast<int>(number(1));
+    else if (arg == "--iterations") a.iterations = number(1);
+    else if (arg == "--warmup") a.warmup = number(0);
+    else if (arg == "--device") a.device = text();
+    else if (arg == "--dtype") a.dtype = text(), a.dtype_given = true;
+    else if (arg == "--layout") a.layout = text(), a.dtype_given = true;
+    else if (arg == "--seed") a.seed = static_cast<uint64_t>(number(0));
+    else if (arg == "--size") a.size = static_cast<int>(number(1));
+    else if (arg == "--resize") a.resize = static_cast<int>(number(1));
+    else if (arg == "--no-dct-scaling") a.dct_scaling = false;
+    else if (arg == "--no-shuffle") a.shuffle = false;
+    else if (arg == "--file-root") a.file_root = text();
+    else if (arg == "--skip-errors") a.skip_errors = true;
+    else if (arg == "--json") a.json = true;
+    else if (arg == "--progress") a.progress = 1;
+    else if (arg == "--no-progress") a.progress = 0;
+    else if (arg.size() > 1 && arg[0] == '-') fail("unknown option " + arg);
+    else if (positional == 0) a.pipeline = arg, ++positional;
+    else if (positional == 1) a.data = arg, ++positional;
+    else fail("unexpected argument " + arg);
+  }
+  if (a.pipeline.empty()) fail("PIPELINE is required");
+  if (a.data.empty()) fail("DATA is required");
+  if (a.layout != "CHW" && a.layout != "HWC") fail("--layout must be CHW or HWC, got " + a.layout);
+  return a;
+}
+
+}  // namespace hdl::tools

@@ -1,0 +1,38 @@
+// hdl-bench's command line: what to run, over what, and how.
+//
+// Internal to pipeline/tools (not installed). Thread safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hdl::tools {
+
+struct BenchArgs {
+  std::string pipeline;          ///< resnet-train, resnet-eval, decode, or a .json spec file
+  std::string data;              ///< ImageFolder root, or a file list ("relative/path label" lines)
+  std::string file_root;         ///< --file-root: root of a file list's paths (default: its folder)
+  int64_t batch_size = 256;      ///< --batch-size
+  int threads = 0;               ///< --threads; 0 = one per hardware thread
+  int prefetch = 2;              ///< --prefetch: batches prepared ahead of the consumer
+  int epochs = 1;                ///< --epochs (ignored when iterations > 0)
+  int64_t iterations = 0;        ///< --iterations: batches in all (crossing epochs); 0 = epochs
+  int64_t warmup = 1;            ///< --warmup: first batches left out of the throughput
+  std::string device = "cpu";    ///< --device: where batches go (cpu; others need a backend)
+  std::string dtype = "float32"; ///< --dtype of the image output (float32, float16, bfloat16, uint8)
+  std::string layout = "CHW";    ///< --layout of the image output (CHW or HWC)
+  bool dtype_given = false;      ///< --dtype or --layout was given (JSON specs keep theirs otherwise)
+  uint64_t seed = 0;             ///< --seed
+  int size = 224;                ///< --size: output side
+  int resize = 256;              ///< --resize: resnet-eval's shorter side before the center crop
+  bool dct_scaling = true;       ///< --no-dct-scaling turns DCT-domain reduction off (exact pixels)
+  bool shuffle = true;           ///< --no-shuffle
+  bool skip_errors = false;      ///< --skip-errors: error policy skip instead of raise
+  bool json = false;             ///< --json: one JSON document on stdout instead of the text report
+  int progress = -1;             ///< --progress / --no-progress; -1: a bar when stderr is a TTY
+};
+
+/// Parses argv. Prints usage and exits with status 2 on a mistake, 0 on --help.
+BenchArgs parse_bench_args(int argc, char** argv);
+
+}  // namespace hdl::tools

@@ -1,0 +1,98 @@
+#include "pipeline/tools/bench_pipelines.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "pipeline/errors.h"
+#include "pipeline/spec_json.h"
+
+namespace hdl::tools {
+namespace {
+
+// file_reader arguments reading args.data: an ImageFolder root, or a file list.
+PipelineSpec::Args reader_args(const BenchArgs& a) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(a.data, ec)) {
+    if (!a.file_root.empty()) throw ConfigError("--file-root is for a file list, but " + a.data + " is a folder");
+    return {{"file_root", a.data}, {"file_list", ""}};
+  }
+  if (!std::filesystem::is_regular_file(a.data, ec))
+    throw ConfigError("DATA " + a.data + " is neither a folder nor a file list");
+  return {{"file_list", a.data}, {"file_root", a.file_root}};
+}
+
+PipelineSpec::Args normalize_args(const BenchArgs& a) {
+  return {{"mean", std::vector<double>(std::begin(kImagenetMean), std::end(kImagenetMean))},
+          {"std", std::vector<double>(std::begin(kImagenetStd), std::end(kImagenetStd))},
+          {"dtype", a.dtype},
+          {"output_layout", a.layout}};
+}
+
+PipelineSpec named_spec(const BenchArgs& a) {
+  PipelineSpec spec;
+  PipelineSpec::Args rargs = reader_args(a);
+  rargs.emplace_back("shuffle", a.shuffle);
+  auto files = spec.add("file_reader", {}, rargs, {}, "reader");
+  const int64_t s = a.size;
+  if (a.pipeline == "decode") {
+    if (a.dtype_given && (a.dtype != "uint8" || a.layout != "HWC"))
+      throw ConfigError("the decode pipeline outputs HWC uint8 (use a JSON spec for more)");
+    auto images = spec.add("image_decoder", {files[0]}, {{"output_type", "rgb"}}, {}, "decode");
+    spec.set_outputs({images[0], files[1]});
+    return spec;
+  }
+  if (a.pipeline == "resnet-train") {
+    // torchvision RandomResizedCrop(size) fused into the decode: only the window is decoded.
+    auto images = spec.add("image_decoder", {files[0]},
+                           {{"output_type", "rgb"}, {"random_crop", "resized"}, {"resize", std::vector<int64_t>{s, s}},
+                            {"dct_scaling", a.dct_scaling}},
+                           {}, "decode");
+    auto coin = spec.add("coin_flip", {}, {{"probability", 0.5}}, {}, "flip_coin");
+    auto out = spec.add("crop_mirror_normalize", {images[0]}, normalize_args(a), {{"mirror", coin[0]}}, "normalize");
+    spec.set_outputs({out[0], files[1]});
+    return spec;
+  }
+  if (a.pipeline == "resnet-eval") {
+    // torchvision Resize(resize) + CenterCrop(size), fused: only the centre region is decoded.
+    auto images = spec.add("image_decoder", {files[0]},
+                           {{"output_type", "rgb"}, {"resize", std::vector<int64_t>{a.resize}}, {"center_crop", std::vector<int64_t>{s, s}},
+                            {"dct_scaling", a.dct_scaling}},
+                           {}, "decode");
+    auto out = spec.add("crop_mirror_normalize", {images[0]}, normalize_args(a), {}, "normalize");
+    spec.set_outputs({out[0], files[1]});
+    return spec;
+  }
+  throw ConfigError("unknown pipeline \"" + a.pipeline +
+                    "\": resnet-train, resnet-eval, decode, or a .json spec file");
+}
+
+PipelineSpec json_spec(const BenchArgs& a) {
+  std::ifstream f(a.pipeline);
+  if (!f) throw ConfigError("cannot read the pipeline spec " + a.pipeline);
+  std::stringstream text;
+  text << f.rdbuf();
+  PipelineSpec spec = spec_from_json(text.str());
+  int readers = 0;
+  for (NodeSpec& n : spec.nodes()) {
+    if (n.op == "file_reader") {
+      ++readers;
+      for (auto& [k, v] : reader_args(a)) n.args[k] = v;
+    } else if (n.op == "crop_mirror_normalize" && a.dtype_given) {
+      n.args["dtype"] = a.dtype;
+      n.args["output_layout"] = a.layout;
+    }
+  }
+  if (readers == 0) throw ConfigError(a.pipeline + " has no file_reader node to point at " + a.data);
+  return spec;
+}
+
+}  // namespace
+
+PipelineSpec bench_spec(const BenchArgs& args) {
+  const std::string& p = args.pipeline;
+  if (p.size() > 5 && p.compare(p.size() - 5, 5, ".json") == 0) return json_spec(args);
+  return named_spec(args);
+}
+
+}  // namespace hdl::tools

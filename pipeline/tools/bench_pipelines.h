@@ -1,0 +1,24 @@
+// The pipelines hdl-bench runs: the named ones (resnet-train, resnet-eval, decode) and JSON
+// specs, pointed at the dataset given on the command line.
+//
+// Internal to pipeline/tools (not installed). Thread safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include "pipeline/spec.h"
+#include "pipeline/tools/bench_args.h"
+
+namespace hdl::tools {
+
+/// The spec for args.pipeline over args.data. Named pipelines output (images, labels); a JSON
+/// spec keeps its own outputs, with every file_reader's source replaced by args.data and, when
+/// --dtype / --layout were given, every crop_mirror_normalize's dtype and output_layout set.
+/// Throws ConfigError for an unknown name, an unreadable file or a bad spec.
+PipelineSpec bench_spec(const BenchArgs& args);
+
+/// ImageNet's channel means and standard deviations (torchvision's Normalize in the examples).
+inline constexpr double kImagenetMean[3] = {0.485, 0.456, 0.406};
+inline constexpr double kImagenetStd[3] = {0.229, 0.224, 0.225};
+
+}  // namespace hdl::tools

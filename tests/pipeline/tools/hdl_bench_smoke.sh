@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# hdl_bench_smoke.sh HDL_BENCH CORPUS_DIR WORK_DIR: runs hdl-bench on 24 corpus JPEGs and checks
+# its --json report with Python's json module (exit 77 = skipped: no corpus).
+set -euo pipefail
+BENCH=$1 CORPUS=$2 WORK=$3
+TRAIN=$CORPUS/imagenet/train
+if [ ! -d "$TRAIN" ]; then echo "SKIP: no corpus at $TRAIN (../shared/corpus/make_corpus.sh)"; exit 77; fi
+PY=$(command -v /usr/bin/python3 || command -v python3)
+rm -rf "$WORK" && mkdir -p "$WORK"
+# A file list of 24 images in 3 classes: "relative/path label".
+(cd "$TRAIN" && find . -name '*.JPEG' -o -name '*.jpg' | sort | awk 'NR <= 24 {sub("^\\./", ""); print $0, NR % 3}') > "$WORK/files.txt"
+[ "$(wc -l < "$WORK/files.txt")" -eq 24 ] || { echo "corpus has fewer than 24 images"; exit 1; }
+
+check() {  # check NAME EXPECTED_IMAGES EXPECTED_OUTPUT_SUBSTRING -- hdl-bench args...
+  local name=$1 images=$2 shape=$3; shift 4
+  "$BENCH" "$@" --json --progress > "$WORK/$name.json" 2> "$WORK/$name.err" || {
+    echo "hdl-bench $* failed:"; cat "$WORK/$name.err"; exit 1; }
+  grep -q "images/s" "$WORK/$name.err" || { echo "$name: no progress bar on stderr"; cat "$WORK/$name.err"; exit 1; }
+  "$PY" - "$WORK/$name.json" "$images" "$shape" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+images, shape = int(sys.argv[2]), sys.argv[3]
+name = sys.argv[1]
+def need(cond, what):
+    if not cond:
+        sys.exit(f"{name}: {what}\n{json.dumps(r, indent=1)}")
+need(r["tool"] == "hdl-bench", "tool")
+need(r["images"] == images, f"images {r['images']} != {images}")
+need(r["failures"] == 0, "failures")
+need(r["images_per_s"] > 0 and r["input_mb_per_s"] > 0, "throughput")
+need(0 < r["time_to_first_batch_s"] <= r["total_seconds"], "time to first batch")
+need(set(r["stages_seconds"]) == {"read", "decode", "augment", "batch", "copy"}, "stages")
+need(r["stages_seconds"]["decode"] > 0 and r["stages_seconds"]["read"] > 0, "decode/read time")
+need(all(v >= 0 for v in r["stages_seconds"].values()), "negative stage time")
+need(r["cpu"]["cores_used"] > 0, "cpu")
+need(r["memory"]["peak_rss_mb"] > 10, "peak RSS")
+need(any(shape in o for o in r["outputs"]), f"no output like {shape!r} in {r['outputs']}")
+need(sum(e["images"] for e in r["epochs"]) == images, "per-epoch images")
+print(f"{name}: ok ({r['images']} images, {r['outputs'][0]})")
+PYEOF
+}
+
+L=$WORK/files.txt
+check train 48 "[8, 3, 224, 224] float32 CHW" -- resnet-train "$L" --file-root "$TRAIN" --batch-size 8 --threads 2 --epochs 2
+check eval 24 "[8, 3, 64, 64] float16" -- resnet-eval "$L" --file-root "$TRAIN" --batch-size 8 --threads 1 --size 64 --resize 72 --dtype float16
+check hwc 16 "[8, 96, 96, 3] uint8 HWC" -- resnet-train "$L" --file-root "$TRAIN" --batch-size 8 --iterations 2 --warmup 0 --size 96 --dtype uint8 --layout HWC
+check decode 24 "ragged x8 uint8" -- decode "$L" --file-root "$TRAIN" --batch-size 8 --prefetch 1
+
+# A JSON spec: its reader is pointed at DATA, its crop_mirror_normalize keeps its own dtype.
+cat > "$WORK/spec.json" <<'JSON'
+{"format": "hdl-pipeline-spec", "version": 1,
+ "nodes": [
+  {"name": "reader", "op": "file_reader", "stage": "cpu", "inputs": [], "args": {"file_root": "/nonexistent"}, "arg_inputs": {}},
+  {"name": "decode", "op": "image_decoder", "stage": "cpu", "inputs": [{"node": "reader", "output": 0}],
+   "args": {"resize": [32, 48]}, "arg_inputs": {}},
+  {"name": "norm", "op": "crop_mirror_normalize", "stage": "cpu", "inputs": [{"node": "decode", "output": 0}],
+   "args": {"dtype": "bfloat16"}, "arg_inputs": {}}],
+ "outputs": [{"node": "norm", "output": 0}, {"node": "reader", "output": 1}]}
+JSON
+check json 24 "[12, 3, 32, 48] bfloat16" -- "$WORK/spec.json" "$L" --file-root "$TRAIN" --batch-size 12
+
+# The text report, and mistakes are configuration errors (exit 2) naming the problem.
+"$BENCH" resnet-train "$L" --file-root "$TRAIN" --batch-size 8 --iterations 1 --no-progress > "$WORK/text.txt"
+for want in "throughput:" "time to first batch" "CPU utilization" "peak RSS" "decode" "failures:"; do
+  grep -q "$want" "$WORK/text.txt" || { echo "text report lacks '$want'"; cat "$WORK/text.txt"; exit 1; }
+done
+expect_error() {  # expect_error MESSAGE -- args...
+  local msg=$1; shift 2
+  set +e; "$BENCH" "$@" > /dev/null 2> "$WORK/err.txt"; local rc=$?; set -e
+  [ "$rc" -eq 2 ] && grep -q "$msg" "$WORK/err.txt" || { echo "hdl-bench $*: rc $rc"; cat "$WORK/err.txt"; exit 1; }
+}
+expect_error 'unknown pipeline "resnet-tran"' -- resnet-tran "$L"
+expect_error 'neither a folder nor a file list' -- decode "$WORK/missing"
+expect_error 'no accelerator backend' -- decode "$L" --device cuda
+expect_error 'bad value for --batch-size' -- decode "$L" --batch-size 0
+echo "hdl_bench_smoke: all ok"
