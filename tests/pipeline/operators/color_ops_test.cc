@@ -25,16 +25,7 @@ using testing::run_op;
 using testing::same_tensor;
 using testing::TempImageFolder;
 
-class ColorOpsTest : public ::testing::Test {
- protected:
-  void SetUp() override { HDL_REQUIRE_CORPUS(); }
-  void TearDown() override { folder_.reset(); }
-  std::string root() {
-    if (!folder_) folder_ = std::make_unique<TempImageFolder>(2, 4);
-    return folder_->root().string();
-  }
-  std::unique_ptr<TempImageFolder> folder_;
-};
+using ColorOpsTest = testing::OpTest<2, 4>;
 
 TEST_F(ColorOpsTest, CropMirrorNormalizeEqualsKernel) {
   const OpRun run = run_op(root(), [](PipelineSpec& s, TensorRef images) {

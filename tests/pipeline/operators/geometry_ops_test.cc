@@ -22,16 +22,7 @@ using testing::run_op;
 using testing::same_tensor;
 using testing::TempImageFolder;
 
-class GeometryOpsTest : public ::testing::Test {
- protected:
-  void SetUp() override { HDL_REQUIRE_CORPUS(); }
-  void TearDown() override { folder_.reset(); }
-  std::string root() {
-    if (!folder_) folder_ = std::make_unique<TempImageFolder>(2, 5);
-    return folder_->root().string();
-  }
-  std::unique_ptr<TempImageFolder> folder_;
-};
+using GeometryOpsTest = testing::OpTest<2, 5>;
 
 TEST_F(GeometryOpsTest, CropWithPerSamplePositionEqualsKernel) {
   const OpRun run = run_op(root(), [](PipelineSpec& s, TensorRef images) {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -83,5 +84,19 @@ inline std::string config_error(const std::string& root, const std::string& op, 
   }
   return "";
 }
+
+/// Fixture for operator tests: skips without the corpus; root() is a temporary ImageFolder of
+/// kClasses x kPerClass real photos, made on first use.
+template <int kClasses, int kPerClass>
+class OpTest : public ::testing::Test {
+ protected:
+  void SetUp() override { HDL_REQUIRE_CORPUS(); }
+  void TearDown() override { folder_.reset(); }
+  std::string root() {
+    if (!folder_) folder_ = std::make_unique<TempImageFolder>(kClasses, kPerClass);
+    return folder_->root().string();
+  }
+  std::unique_ptr<TempImageFolder> folder_;
+};
 
 }  // namespace hdl::testing
