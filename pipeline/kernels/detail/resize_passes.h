@@ -117,6 +117,21 @@ void h_row_rgb(const T* __restrict__ src, int64_t in_w, const AxisTable& ax, flo
   }
 }
 
+// acc[j] = sum_k w[k] * rows[k][j] over a dense row of n elements: the loop that vectorises.
+// Always inlined, so each caller compiles it for its own target (baseline, or AVX2 below).
+template <typename T>
+[[gnu::always_inline]] inline void v_row_dense(const T* __restrict__ src, int64_t sy, const float* w, int taps, int64_t n,
+                 float* __restrict__ acc) {
+  const float w0 = w[0];
+  for (int64_t j = 0; j < n; ++j) acc[j] = w0 * static_cast<float>(src[j]);
+  for (int k = 1; k < taps; ++k) {
+    const T* __restrict__ s = src + k * sy;
+    const float wk = w[k];
+    for (int64_t j = 0; j < n; ++j) acc[j] += wk * static_cast<float>(s[j]);
+  }
+}
+
+// Output row y of the vertical pass into acc (dense, p.w * p.c floats).
 // ---- AVX2 twins of the hot passes (x86-64 only), chosen at run time so that the library still
 // runs on any x86-64. Each lane does the baseline code's arithmetic in the same order, as a
 // separate multiply and add (no FMA: the avx2 target does not enable it, so nothing is
@@ -189,17 +204,11 @@ __attribute__((target("avx2"))) void h_row_rgb_avx2(const T* __restrict__ src, i
   }
 }
 
-// v_row_dense with 8-lane vectors (the baseline loop, compiled for AVX2).
+// v_row_dense with 8-lane vectors: the same loop, inlined into an AVX2 function.
 template <typename T>
 __attribute__((target("avx2"))) void v_row_dense_avx2(const T* __restrict__ src, int64_t sy, const float* w, int taps,
                                                     int64_t n, float* __restrict__ acc) {
-  const float w0 = w[0];
-  for (int64_t j = 0; j < n; ++j) acc[j] = w0 * static_cast<float>(src[j]);
-  for (int k = 1; k < taps; ++k) {
-    const T* __restrict__ s = src + k * sy;
-    const float wk = w[k];
-    for (int64_t j = 0; j < n; ++j) acc[j] += wk * static_cast<float>(s[j]);
-  }
+  v_row_dense(src, sy, w, taps, n, acc);
 }
 #else
 inline bool cpu_has_avx2() { return false; }
@@ -238,20 +247,6 @@ void h_row(const Plane<T>& p, const T* src, const AxisTable& ax, float* dst) {
   h_row_strided(src, p.sx, p.sc, p.c, ax, dst);
 }
 
-// acc[j] = sum_k w[k] * rows[k][j] over a dense row of n elements: the loop that vectorises.
-template <typename T>
-void v_row_dense(const T* __restrict__ src, int64_t sy, const float* w, int taps, int64_t n,
-                 float* __restrict__ acc) {
-  const float w0 = w[0];
-  for (int64_t j = 0; j < n; ++j) acc[j] = w0 * static_cast<float>(src[j]);
-  for (int k = 1; k < taps; ++k) {
-    const T* __restrict__ s = src + k * sy;
-    const float wk = w[k];
-    for (int64_t j = 0; j < n; ++j) acc[j] += wk * static_cast<float>(s[j]);
-  }
-}
-
-// Output row y of the vertical pass into acc (dense, p.w * p.c floats).
 template <typename T>
 void v_row(const Plane<T>& p, const AxisTable& ay, int64_t y, float* acc) {
   const float* w = ay.w + y * ay.taps;
