@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
+
+#include "decoders/jpeg_index.h"
 
 #include "decoders/detail/decode_plan.h"
 #include "decoders/detail/image_header.h"
@@ -161,6 +164,11 @@ class JpegDecoder final : public ImageDecoder {
       return plan.status();
     }
     slack_columns_ = request.slack_columns;
+    if (request.index_cache) {
+      bool header_replaced = false;
+      if (auto done = decode_indexed(data, request, *plan, out, &header_replaced)) return std::move(*done);
+      if (header_replaced && !read_header(data)) return error_status();  // back to the file itself
+    }
     if (!decode_rows(*plan, output_mode(request.color), out)) return error_status();
     DecodeReport report;
     report.scale_denom = plan->scale_denom;
@@ -265,6 +273,63 @@ class JpegDecoder final : public ImageDecoder {
     return true;
   }
 
+  // The region through the file's entry-point index (decoders/jpeg_index.h): a JPEG of just the
+  // MCUs around the window, decoded like any other. nullopt when the index does not apply or
+  // something about it fails (the caller then decodes the file itself; `*header_replaced` says
+  // whether libjpeg must re-read the file's header first).
+  std::optional<Result<DecodeReport>> decode_indexed(std::span<const uint8_t> data, const DecodeRequest& request,
+                                                     const DecodePlan& plan, const TensorView& out,
+                                                     bool* header_replaced) {
+    if (plan.orientation != 1 || plan.scale_denom != 1 || request.roi.empty()) return std::nullopt;
+    if (cinfo_.progressive_mode || cinfo_.arith_code || cinfo_.restart_interval != 0 ||
+        cinfo_.data_precision != 8 || (cinfo_.num_components != 1 && cinfo_.num_components != 3) ||
+        cinfo_.comps_in_scan != cinfo_.num_components)
+      return std::nullopt;
+    const int64_t width = cinfo_.image_width, height = cinfo_.image_height;
+    const bool one = cinfo_.num_components == 1;
+    const int64_t mcu_w = one ? 8 : 8 * cinfo_.max_h_samp_factor, mcu_h = one ? 8 : 8 * cinfo_.max_v_samp_factor;
+    const int64_t mcus_x = (width + mcu_w - 1) / mcu_w;
+    // Two pixels of context each side: chroma upsampling reaches one chroma sample (two pixels)
+    // across; IDCT and colour conversion are per block and per pixel.
+    constexpr int64_t kContext = 2;
+    const Roi& win = plan.stored;
+    const int64_t c0 = std::max<int64_t>(0, win.x - kContext) / mcu_w;
+    const int64_t c1 = (std::min(width, win.x + win.w + kContext) + mcu_w - 1) / mcu_w;
+    const int64_t r0 = std::max<int64_t>(0, win.y - kContext) / mcu_h;
+    const int64_t r1 = (std::min(height, win.y + win.h + kContext) + mcu_h - 1) / mcu_h;
+    // Without the index libjpeg Huffman-decodes every MCU of the rows above the window's end.
+    if ((c1 - c0) * (r1 - r0) * 5 > r1 * mcus_x * 4) return std::nullopt;
+
+    JpegIndexCache& cache = *request.index_cache;
+    bool unindexable = false;
+    std::shared_ptr<const detail::JpegScanIndex> index = cache.find(request.index_key, data, &unindexable);
+    if (!index) {
+      if (unindexable || !cache.has_room()) return std::nullopt;
+      auto built = detail::build_jpeg_index(data);
+      cache.insert(request.index_key, data, built.is_ok() ? *built : nullptr);
+      if (!built.is_ok()) return std::nullopt;
+      index = *built;
+    } else {
+      cache.count_hit();
+    }
+    const detail::JpegMcuGrid& grid = detail::jpeg_index_grid(*index);
+    if (grid.width != width || grid.height != height || grid.mcu_w != mcu_w || grid.mcu_h != mcu_h)
+      return std::nullopt;
+    auto window = detail::write_jpeg_window(data, *index, r0, r1, c0, c1, window_jpeg_);
+    if (!window.is_ok()) return std::nullopt;
+
+    *header_replaced = true;
+    if (!read_header(window_jpeg_)) return std::nullopt;
+    DecodePlan sub = plan;
+    sub.width = window->width;
+    sub.height = window->height;
+    sub.stored.x -= window->x;
+    sub.stored.y -= window->y;
+    sub.scaled = sub.stored;
+    if (!decode_rows(sub, output_mode(request.color), out) || err_.warnings > 0) return std::nullopt;
+    return Result<DecodeReport>(DecodeReport{});
+  }
+
   // libjpeg-turbo 2.1's jpeg_crop_scanline sizes each component's row as if it were upsampled by
   // max_h / h, but under DCT scaling chroma may be IDCT-scaled up instead (4:1:0 at 1/2 ends up
   // upsampled by 2, not 4), and the fancy upsampler then treats the middle of the row as its
@@ -362,6 +427,7 @@ class JpegDecoder final : public ImageDecoder {
   bool created_ = false;
   int64_t slack_columns_ = 0;  // of the request being decoded
   std::vector<uint8_t> scratch_;
+  std::vector<uint8_t> window_jpeg_;  // decode_indexed's JPEG of the window's MCUs
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // fused with RandomResizedCrop / Resize / CenterCrop so that only the needed region is decoded
 // (JPEG region-of-interest decode, DCT-domain downscaling) and resized straight into the slot.
 #include "decoders/decoder_set.h"
+#include "decoders/jpeg_index.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
 #include "pipeline/operators/decode_geometry.h"
@@ -84,6 +85,9 @@ class ImageDecoderOp final : public Operator {
     request_.allow_partial = n.get_bool("allow_partial");
     random_crop_ = n.get_string("random_crop") == "resized";
     fused_on_ = random_crop_ || !fused_.resize.empty() || fused_.center_crop.has_value();
+    // Only region decodes use the index: the random crop, or a center crop of the resize.
+    if (const int64_t mb = n.get_int("index_cache_mb"); mb > 0 && (random_crop_ || fused_.center_crop))
+      index_ = std::make_unique<JpegIndexCache>(size_t(mb) << 20);
   }
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
@@ -120,6 +124,8 @@ class ImageDecoderOp final : public Operator {
     }
     DecodeRequest req;
     HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_for(bytes, image, window, info.format == "jpeg" ? 8 : 1, st, req));
+    req.index_cache = index_.get();
+    req.index_key = uint64_t(io.sample().dataset_index);
     const int64_t c = color_channels(request_.color);
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{plan.out_size.h, plan.out_size.w, c}, DType::kU8, Layout::kHWC));
     if (!(plan.dst_size == plan.out_size)) zero_fill(out);
@@ -159,6 +165,7 @@ class ImageDecoderOp final : public Operator {
   FusedDecodeArgs fused_;
   bool random_crop_ = false;
   bool fused_on_ = false;
+  std::unique_ptr<JpegIndexCache> index_;  // shared by the worker threads; thread-safe
 };
 
 }  // namespace
@@ -194,6 +201,7 @@ OpSchema image_decoder_schema() {
       {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling, as torchvision antialias=True and PIL"},
       {"center_crop", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] none, [s] or [h, w]: torchvision CenterCrop after the resize (padded with 0 where larger)", all_of({list_size({0, 1, 2}), at_least(1)})},
       {"dct_scaling", ArgType::kBool, ArgValue(true), "let the JPEG decoder reduce by 1/2, 1/4, 1/8 while the decoded region stays >= 2x the resized size (false: exact)"},
+      {"index_cache_mb", ArgType::kInt, ArgValue(int64_t{512}), "memory for JPEG entry-point indexes (about 7% of a file's size), built on a file's first region decode, so that later epochs Huffman-decode only the MCUs around the region (same pixels); 0: off", at_least(0)},
   };
   s.stages = {Stage::kCpu, Stage::kMixed};
   s.create = [](const NodeSpec& n) { return std::make_unique<ImageDecoderOp>(n); };

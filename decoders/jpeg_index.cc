@@ -1,0 +1,657 @@
+#include "decoders/jpeg_index.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <string>
+
+namespace hdl {
+namespace detail {
+namespace {
+
+constexpr int kLookahead = 9;      // bits resolved by one table lookup
+constexpr int kDcCategories = 12;  // 8-bit JPEG: DC differences need 0..11 bits
+
+uint16_t be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
+
+// A Huffman table as the DHT segment gives it: code counts per length, symbols in code order.
+struct HuffSpec {
+  uint8_t bits[17] = {};  // bits[l]: codes of length l (1..16)
+  std::vector<uint8_t> vals;
+  bool defined = false;
+};
+
+// Canonical codes of `spec`: code and length per symbol position. False if the table is
+// invalid (a code does not fit its length, or the all-ones code is used).
+bool canonical_codes(const HuffSpec& spec, std::vector<uint16_t>* codes, std::vector<uint8_t>* lens) {
+  codes->clear();
+  lens->clear();
+  uint32_t code = 0;
+  for (int l = 1; l <= 16; ++l) {
+    for (int i = 0; i < spec.bits[l]; ++i) {
+      codes->push_back(uint16_t(code));
+      lens->push_back(uint8_t(l));
+      ++code;
+    }
+    if (code >= (1u << l)) return false;  // too many codes, or the reserved all-ones code used
+    code <<= 1;
+  }
+  return codes->size() == spec.vals.size();
+}
+
+// Decoding tables: a kLookahead-bit lookup for short codes, canonical limits for the rest.
+struct HuffDecoder {
+  uint16_t lut[1 << kLookahead];  // (length << 8) | symbol; 0: longer code
+  int32_t maxcode[18];            // largest code of each length, -1 if none
+  int32_t valoffset[18];          // symbol index = code + valoffset[length]
+  uint8_t vals[256];
+
+  bool build(const HuffSpec& spec) {
+    std::vector<uint16_t> codes;
+    std::vector<uint8_t> lens;
+    if (!spec.defined || !canonical_codes(spec, &codes, &lens)) return false;
+    std::memset(lut, 0, sizeof(lut));
+    std::fill(std::begin(maxcode), std::end(maxcode), -1);
+    std::copy(spec.vals.begin(), spec.vals.end(), vals);
+    size_t k = 0;
+    for (int l = 1; l <= 16; ++l) {
+      if (spec.bits[l] == 0) continue;
+      valoffset[l] = int32_t(k) - int32_t(codes[k]);
+      maxcode[l] = codes[k + spec.bits[l] - 1];
+      for (int i = 0; i < spec.bits[l]; ++i, ++k) {
+        if (l > kLookahead) continue;
+        int shift = kLookahead - l;
+        for (int j = 0; j < (1 << shift); ++j)
+          lut[(codes[k] << shift) | j] = uint16_t(l << 8 | spec.vals[k]);
+      }
+    }
+    maxcode[17] = 0x7fffffff;  // sentinel: no code is longer than 16 bits
+    return true;
+  }
+};
+
+// Reads the entropy-coded data of a scan: removes the 0x00 after each 0xFF, stops at a marker
+// (then feeds zeros, as libjpeg does, and remembers it overran), and can say where in the file
+// (stuffed byte offset and bit) the next unread bit is.
+class BitReader {
+ public:
+  BitReader(const uint8_t* data, size_t end, size_t pos) : d_(data), end_(end), pos_(pos) {}
+
+  // Tops the buffer up to at least 57 bits.
+  void refill() {
+    if (pos_ + 8 <= end_ && !marker_) {
+      uint64_t w;
+      std::memcpy(&w, d_ + pos_, 8);
+      w = __builtin_bswap64(w);
+      const uint64_t inv = ~w;  // a 0xFF byte of w is a zero byte of inv
+      const bool has_ff = ((inv - 0x0101010101010101ull) & ~inv & 0x8080808080808080ull) != 0;
+      if (!has_ff) {
+        const int n = (64 - bits_) >> 3;
+        buf_ |= n == 8 ? w : (w >> (64 - 8 * n)) << (64 - bits_ - 8 * n);
+        for (int i = 0; i < n; ++i) ring_[(loaded_ + i) & 15] = uint32_t(pos_ + i);
+        pos_ += n;
+        loaded_ += n;
+        real_ += n;
+        bits_ += 8 * n;
+        return;
+      }
+    }
+    while (bits_ <= 56) {
+      uint32_t b = 0;
+      if (!marker_ && pos_ < end_) {
+        b = d_[pos_];
+        if (b == 0xFF) {
+          if (pos_ + 1 < end_ && d_[pos_ + 1] == 0x00) {
+            ring_[loaded_ & 15] = uint32_t(pos_);
+            pos_ += 2;
+            ++real_;
+          } else {
+            marker_ = true;
+            b = 0;
+          }
+        } else {
+          ring_[loaded_ & 15] = uint32_t(pos_);
+          ++pos_;
+          ++real_;
+        }
+      } else {
+        marker_ = true;
+      }
+      buf_ |= uint64_t(b) << (56 - bits_);
+      bits_ += 8;
+      ++loaded_;
+    }
+  }
+
+  int bits() const { return bits_; }
+  uint32_t peek(int n) const { return uint32_t(buf_ >> (64 - n)); }
+  void consume(int n) {
+    buf_ <<= n;
+    bits_ -= n;
+  }
+  uint32_t get(int n) {
+    uint32_t v = n ? peek(n) : 0;
+    consume(n);
+    return v;
+  }
+
+  // Decodes one symbol (needs >= 16 buffered bits). Returns -1 for an invalid code; `*len`
+  // gets the code length.
+  int decode(const HuffDecoder& t, int* len) {
+    const uint16_t e = t.lut[peek(kLookahead)];
+    if (e) {
+      *len = e >> 8;
+      consume(*len);
+      return e & 0xFF;
+    }
+    const uint32_t p = peek(16);
+    for (int l = kLookahead + 1; l <= 16; ++l) {
+      const int32_t code = int32_t(p >> (16 - l));
+      if (code <= t.maxcode[l]) {
+        *len = l;
+        consume(l);
+        return t.vals[(code + t.valoffset[l]) & 0xFF];
+      }
+    }
+    return -1;
+  }
+
+  // True if every bit consumed so far came from the file (not from zeros fed past a marker).
+  bool within_data() const { return (loaded_ - real_) * 8 <= uint64_t(bits_); }
+  // The stuffed file offset and bit (0..7) of the next unread bit; valid while within_data().
+  size_t offset() const {
+    const uint64_t u = loaded_ * 8 - uint64_t(bits_);
+    if (u / 8 >= real_) return pos_;  // exactly at the end of the data
+    return ring_[(u / 8) & 15];
+  }
+  int bit() const { return int((loaded_ * 8 - uint64_t(bits_)) & 7); }
+
+ private:
+  const uint8_t* d_;
+  size_t end_;
+  size_t pos_;
+  uint64_t buf_ = 0;
+  int bits_ = 0;
+  uint64_t loaded_ = 0;  // bytes put into the buffer (zeros past a marker included)
+  uint64_t real_ = 0;    // of which came from the file
+  uint32_t ring_[16] = {};
+  bool marker_ = false;
+};
+
+// Writes entropy-coded bits, stuffing a 0x00 after each 0xFF.
+class BitWriter {
+ public:
+  explicit BitWriter(uint8_t* out) : p_(out) {}
+  void put(uint32_t v, int n) {  // n <= 32
+    if (n == 0) return;
+    acc_ = (acc_ << n) | (v & (n == 32 ? 0xFFFFFFFFu : (1u << n) - 1));
+    n_ += n;
+    if (n_ >= 32) flush32();
+  }
+  // Pads with 1 bits to a byte boundary and writes what is left.
+  uint8_t* finish() {
+    if (n_ & 7) put((1u << (8 - (n_ & 7))) - 1, 8 - (n_ & 7));
+    while (n_ >= 8) {
+      n_ -= 8;
+      byte(uint8_t(acc_ >> n_));
+    }
+    return p_;
+  }
+
+ private:
+  void flush32() {
+    n_ -= 32;
+    const uint32_t w = uint32_t(acc_ >> n_);
+    const uint32_t inv = ~w;
+    if (((inv - 0x01010101u) & ~inv & 0x80808080u) == 0) {
+      const uint32_t be = __builtin_bswap32(w);
+      std::memcpy(p_, &be, 4);
+      p_ += 4;
+    } else {
+      byte(uint8_t(w >> 24)), byte(uint8_t(w >> 16)), byte(uint8_t(w >> 8)), byte(uint8_t(w));
+    }
+  }
+  void byte(uint8_t b) {
+    *p_++ = b;
+    if (b == 0xFF) *p_++ = 0x00;
+  }
+
+  uint8_t* p_;
+  uint64_t acc_ = 0;
+  int n_ = 0;
+};
+
+struct ScanComp {
+  int blocks = 1;  // blocks per MCU
+  int dc = 0, ac = 0;  // table numbers
+};
+
+// The markers of a file up to its first scan, checked and turned into the header of window
+// JPEGs: SOI, JFIF/Adobe markers, quantisation tables, the frame header (size patched per
+// window), Huffman tables with complete DC tables, and the scan header.
+struct ParsedHeader {
+  JpegMcuGrid grid;
+  int ncomp = 0;
+  ScanComp comp[3];
+  HuffSpec dc[4], ac[4];  // as extended
+  std::vector<uint8_t> header;
+  size_t sof_size_at = 0;  // offset in header of the frame's height field
+  size_t scan_start = 0;   // file offset of the entropy-coded data
+};
+
+// Adds codes for the missing DC categories, longer than every existing code, so the codes of
+// the symbols already there do not change. False if they do not fit in 16 bits.
+bool complete_dc_table(HuffSpec* t) {
+  bool present[256] = {};
+  for (uint8_t v : t->vals) present[v] = true;
+  std::vector<uint8_t> missing;
+  for (int s = 0; s < kDcCategories; ++s)
+    if (!present[s]) missing.push_back(uint8_t(s));
+  if (missing.empty()) return true;
+  int longest = 0;
+  for (int l = 1; l <= 16; ++l)
+    if (t->bits[l]) longest = l;
+  HuffSpec ext = *t;
+  // Place them at the shortest length beyond the longest code where they fit.
+  for (int l = longest + 1; l <= 16; ++l) {
+    ext = *t;
+    ext.bits[l] = uint8_t(ext.bits[l] + missing.size());
+    ext.vals.insert(ext.vals.end(), missing.begin(), missing.end());
+    std::vector<uint16_t> codes;
+    std::vector<uint8_t> lens;
+    if (canonical_codes(ext, &codes, &lens)) {
+      *t = ext;
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<ParsedHeader> parse_header(std::span<const uint8_t> data) {
+  const uint8_t* d = data.data();
+  const size_t n = data.size();
+  if (n < 4 || d[0] != 0xFF || d[1] != 0xD8) return Status::invalid_data("not a JPEG");
+  ParsedHeader h;
+  h.header.assign(d, d + 2);
+  bool have_frame = false;
+  int comp_id[3] = {}, comp_h[3] = {}, comp_v[3] = {};
+  size_t i = 2;
+  while (true) {
+    while (i < n && d[i] == 0xFF && i + 1 < n && d[i + 1] == 0xFF) ++i;  // fill bytes
+    if (i + 4 > n || d[i] != 0xFF) return Status::invalid_data("bad marker");
+    const uint8_t m = d[i + 1];
+    const size_t len = be16(d + i + 2);
+    if (len < 2 || i + 2 + len > n) return Status::invalid_data("truncated marker");
+    const uint8_t* seg = d + i + 4;
+    const size_t seg_len = len - 2;
+    auto copy_marker = [&] { h.header.insert(h.header.end(), d + i, d + i + 2 + len); };
+    if (m == 0xE0 || m == 0xEE || m == 0xDB) {
+      copy_marker();
+    } else if ((m >= 0xE1 && m <= 0xEF) || m == 0xFE) {
+      // other application data and comments: not needed to decode
+    } else if (m == 0xC0 || m == 0xC1) {
+      if (have_frame) return Status::unsupported("two frame headers");
+      if (seg_len < 6 || seg[0] != 8) return Status::unsupported("not 8-bit");
+      const int nc = seg[5];
+      if ((nc != 1 && nc != 3) || seg_len != size_t(6 + 3 * nc)) return Status::unsupported("components");
+      h.grid.height = be16(seg + 1);
+      h.grid.width = be16(seg + 3);
+      if (h.grid.width == 0 || h.grid.height == 0) return Status::unsupported("size in DNL");
+      h.ncomp = nc;
+      for (int c = 0; c < nc; ++c) {
+        comp_id[c] = seg[6 + 3 * c];
+        comp_h[c] = seg[7 + 3 * c] >> 4;
+        comp_v[c] = seg[7 + 3 * c] & 15;
+        if (comp_h[c] < 1 || comp_h[c] > 4 || comp_v[c] < 1 || comp_v[c] > 4)
+          return Status::unsupported("sampling factors");
+      }
+      h.sof_size_at = h.header.size() + 5;
+      copy_marker();
+      have_frame = true;
+    } else if (m == 0xC4) {
+      size_t j = 0;
+      std::vector<uint8_t> out = {0xFF, 0xC4, 0, 0};
+      while (j < seg_len) {
+        if (j + 17 > seg_len) return Status::invalid_data("bad DHT");
+        const int tc = seg[j] >> 4, th = seg[j] & 15;
+        if (tc > 1 || th > 3) return Status::invalid_data("bad DHT");
+        HuffSpec t;
+        int count = 0;
+        for (int l = 1; l <= 16; ++l) count += (t.bits[l] = seg[j + l]);
+        if (count > 256 || j + 17 + count > seg_len) return Status::invalid_data("bad DHT");
+        t.vals.assign(seg + j + 17, seg + j + 17 + count);
+        t.defined = true;
+        if (tc == 0 && !complete_dc_table(&t)) return Status::unsupported("DC table cannot be completed");
+        out.push_back(seg[j]);
+        out.insert(out.end(), t.bits + 1, t.bits + 17);
+        out.insert(out.end(), t.vals.begin(), t.vals.end());
+        (tc == 0 ? h.dc : h.ac)[th] = std::move(t);
+        j += 17 + count;
+      }
+      const size_t out_len = out.size() - 2;
+      out[2] = uint8_t(out_len >> 8), out[3] = uint8_t(out_len);
+      h.header.insert(h.header.end(), out.begin(), out.end());
+    } else if (m == 0xDD) {
+      if (seg_len >= 2 && be16(seg) != 0) return Status::unsupported("restart interval");
+    } else if (m == 0xDA) {
+      if (!have_frame) return Status::invalid_data("scan before frame");
+      const int ns = seg_len ? seg[0] : 0;
+      if (ns != h.ncomp || seg_len != size_t(4 + 2 * ns)) return Status::unsupported("not one interleaved scan");
+      if (seg[1 + 2 * ns] != 0 || seg[2 + 2 * ns] != 63 || seg[3 + 2 * ns] != 0)
+        return Status::unsupported("not a sequential scan");
+      int hmax = 1, vmax = 1;
+      for (int c = 0; c < h.ncomp; ++c) hmax = std::max(hmax, comp_h[c]), vmax = std::max(vmax, comp_v[c]);
+      for (int k = 0; k < ns; ++k) {
+        const int id = seg[1 + 2 * k];
+        int c = 0;
+        while (c < h.ncomp && comp_id[c] != id) ++c;
+        if (c != k) return Status::unsupported("scan components out of frame order");
+        ScanComp& sc = h.comp[k];
+        sc.dc = seg[2 + 2 * k] >> 4;
+        sc.ac = seg[2 + 2 * k] & 15;
+        if (sc.dc > 3 || sc.ac > 3 || !h.dc[sc.dc].defined || !h.ac[sc.ac].defined)
+          return Status::invalid_data("undefined Huffman table");
+        sc.blocks = h.ncomp == 1 ? 1 : comp_h[k] * comp_v[k];
+      }
+      if (h.ncomp == 1) {
+        hmax = vmax = 1;  // a one-component scan is not interleaved: an MCU is one block
+      } else {
+        int blocks = 0;
+        for (int c = 0; c < h.ncomp; ++c) blocks += h.comp[c].blocks;
+        if (blocks > 10) return Status::invalid_data("too many blocks per MCU");
+      }
+      h.grid.mcu_w = 8 * hmax;
+      h.grid.mcu_h = 8 * vmax;
+      h.grid.mcus_x = (h.grid.width + h.grid.mcu_w - 1) / h.grid.mcu_w;
+      h.grid.mcus_y = (h.grid.height + h.grid.mcu_h - 1) / h.grid.mcu_h;
+      copy_marker();
+      h.scan_start = i + 2 + len;
+      return h;
+    } else if (m >= 0xC2 && m <= 0xCF) {
+      return Status::unsupported("not a baseline Huffman JPEG");
+    } else {
+      copy_marker();  // DNL-free, harmless others (e.g. APP-like ones): keep
+    }
+    i += 2 + len;
+  }
+}
+
+struct DcCode {
+  uint16_t code[kDcCategories];
+  uint8_t len[kDcCategories];
+};
+
+inline int dc_category(int v) { return v == 0 ? 0 : 32 - std::countl_zero(uint32_t(v < 0 ? -v : v)); }
+inline int extend(uint32_t bits, int s) {
+  return s == 0 ? 0 : (bits < (1u << (s - 1)) ? int(bits) - (1 << s) + 1 : int(bits));
+}
+
+// Decodes one block's symbols (as libjpeg does: same bits consumed, even for odd runs); with
+// kWrite, writes them out again to `w`, the DC difference as dc_base + difference when
+// `rewrite`. Returns false on an invalid code. `*diff` gets the block's DC difference.
+template <bool kWrite>
+bool block(BitReader& r, const HuffDecoder& dc, const HuffDecoder& ac, int* diff, BitWriter* w,
+           const DcCode* enc, bool rewrite, int dc_base) {
+  if (r.bits() < 32) r.refill();
+  int len = 0;
+  const uint32_t dc_peek = r.peek(16);
+  const int s = r.decode(dc, &len);
+  if (s < 0 || s >= kDcCategories) return false;
+  const uint32_t v = r.get(s);
+  *diff = extend(v, s);
+  if constexpr (kWrite) {
+    if (rewrite) {
+      const int new_dc = dc_base + *diff;
+      const int c = dc_category(new_dc);
+      if (c >= kDcCategories || enc->len[c] == 0) return false;
+      w->put(enc->code[c], enc->len[c]);
+      w->put(uint32_t(new_dc < 0 ? new_dc - 1 : new_dc), c);
+    } else {
+      w->put(dc_peek >> (16 - len), len);
+      w->put(v, s);
+    }
+  }
+  for (int k = 1; k < 64; ++k) {
+    if (r.bits() < 32) r.refill();
+    const uint32_t p = r.peek(16);
+    const int rs = r.decode(ac, &len);
+    if (rs < 0) return false;
+    const int run = rs >> 4, size = rs & 15;
+    if constexpr (kWrite) w->put(p >> (16 - len), len);
+    if (size) {
+      k += run;
+      const uint32_t bits = r.get(size);
+      if constexpr (kWrite) w->put(bits, size);
+    } else {
+      if (run != 15) break;
+      k += 15;
+    }
+  }
+  return true;
+}
+
+uint64_t fingerprint(std::span<const uint8_t> data) {
+  uint64_t h = 1469598103934665603ull ^ data.size();
+  auto mix = [&](size_t from, size_t count) {
+    for (size_t i = from; i < std::min(data.size(), from + count); ++i) h = (h ^ data[i]) * 1099511628211ull;
+  };
+  mix(0, 64);
+  mix(data.size() / 2, 64);
+  mix(data.size() >= 64 ? data.size() - 64 : 0, 64);
+  return h;
+}
+
+}  // namespace
+
+struct JpegScanIndex {
+  ParsedHeader head;
+  int step = 1;
+  int64_t per_row = 0;        // entries per MCU row
+  std::vector<uint32_t> pos;  // per entry: (stuffed offset from scan start) << 3 | bit
+  std::vector<int16_t> dc;    // per entry and component: the DC predictor before that MCU
+  size_t bytes = 0;
+};
+
+const JpegMcuGrid& jpeg_index_grid(const JpegScanIndex& index) { return index.head.grid; }
+size_t jpeg_index_bytes(const JpegScanIndex& index) { return index.bytes; }
+
+Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const uint8_t> data, int column_step) {
+  if (data.size() >= (size_t(1) << 29)) return Status::unsupported("file too large to index");
+  HDL_ASSIGN_OR_RETURN(ParsedHeader head, parse_header(data));
+  auto index = std::make_shared<JpegScanIndex>();
+  JpegScanIndex& x = *index;
+  x.head = std::move(head);
+  const ParsedHeader& h = x.head;
+  x.step = std::max(1, column_step);
+  x.per_row = (h.grid.mcus_x + x.step - 1) / x.step;
+  const size_t entries = size_t(x.per_row * h.grid.mcus_y + 1);
+  x.pos.resize(entries);
+  x.dc.resize(entries * h.ncomp);
+
+  HuffDecoder dc[3], ac[3];
+  for (int c = 0; c < h.ncomp; ++c)
+    if (!dc[c].build(h.dc[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac]))
+      return Status::invalid_data("invalid Huffman table");
+
+  BitReader r(data.data(), data.size(), h.scan_start);
+  int pred[3] = {};
+  size_t e = 0;
+  auto record = [&] {
+    x.pos[e] = uint32_t((r.offset() - h.scan_start) << 3 | size_t(r.bit()));
+    for (int c = 0; c < h.ncomp; ++c) x.dc[e * h.ncomp + c] = int16_t(pred[c]);
+    ++e;
+  };
+  r.refill();
+  for (int64_t my = 0; my < h.grid.mcus_y; ++my) {
+    for (int64_t mx = 0; mx < h.grid.mcus_x; ++mx) {
+      if (mx % x.step == 0) record();
+      for (int c = 0; c < h.ncomp; ++c) {
+        for (int b = 0; b < h.comp[c].blocks; ++b) {
+          int diff = 0;
+          if (!block<false>(r, dc[c], ac[c], &diff, nullptr, nullptr, false, 0))
+            return Status::invalid_data("invalid Huffman code");
+          pred[c] += diff;
+          if (pred[c] < -32768 || pred[c] > 32767) return Status::invalid_data("DC out of range");
+        }
+      }
+      if (!r.within_data()) return Status::invalid_data("entropy-coded data ends early");
+    }
+  }
+  record();
+  x.bytes = sizeof(JpegScanIndex) + x.pos.size() * sizeof(uint32_t) + x.dc.size() * sizeof(int16_t) +
+            x.head.header.size();
+  return std::shared_ptr<const JpegScanIndex>(std::move(index));
+}
+
+Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegScanIndex& x, int64_t r0,
+                                     int64_t r1, int64_t c0, int64_t c1, std::vector<uint8_t>& out) {
+  const ParsedHeader& h = x.head;
+  const JpegMcuGrid& g = h.grid;
+  c0 = c0 / x.step * x.step;
+  c1 = std::min<int64_t>(g.mcus_x, (c1 + x.step - 1) / x.step * x.step);
+  if (!(0 <= r0 && r0 < r1 && r1 <= g.mcus_y && 0 <= c0 && c0 < c1 && c1 <= g.mcus_x))
+    return Status::invalid_argument("window outside the MCU grid");
+  JpegWindow win;
+  win.x = c0 * g.mcu_w;
+  win.y = r0 * g.mcu_h;
+  win.width = std::min<int64_t>(g.width, c1 * g.mcu_w) - win.x;
+  win.height = std::min<int64_t>(g.height, r1 * g.mcu_h) - win.y;
+
+  auto entry = [&](int64_t row, int64_t col) -> size_t {  // col on the step grid or mcus_x
+    return col >= g.mcus_x ? size_t((row + 1) * x.per_row) : size_t(row * x.per_row + col / x.step);
+  };
+  auto offset_of = [&](size_t e) { return h.scan_start + (x.pos[e] >> 3); };
+  // Room: the header, every byte of the segments (re-stuffing can at most double a byte) and
+  // the DC codes that get longer.
+  size_t room = h.header.size() + 64;
+  for (int64_t r = r0; r < r1; ++r) room += 2 * (offset_of(entry(r, c1)) - offset_of(entry(r, c0)) + 8) + 16;
+  out.resize(room);
+  std::memcpy(out.data(), h.header.data(), h.header.size());
+  uint8_t* sof = out.data() + h.sof_size_at;
+  sof[0] = uint8_t(win.height >> 8), sof[1] = uint8_t(win.height);
+  sof[2] = uint8_t(win.width >> 8), sof[3] = uint8_t(win.width);
+
+  HuffDecoder dc[3], ac[3];
+  DcCode enc[3];
+  for (int c = 0; c < h.ncomp; ++c) {
+    const HuffSpec& spec = h.dc[h.comp[c].dc];
+    if (!dc[c].build(spec) || !ac[c].build(h.ac[h.comp[c].ac])) return Status::internal("index tables");
+    std::vector<uint16_t> codes;
+    std::vector<uint8_t> lens;
+    canonical_codes(spec, &codes, &lens);
+    std::memset(&enc[c], 0, sizeof(DcCode));
+    for (size_t k = 0; k < spec.vals.size(); ++k)
+      if (spec.vals[k] < kDcCategories) enc[c].code[spec.vals[k]] = codes[k], enc[c].len[spec.vals[k]] = lens[k];
+  }
+
+  BitWriter w(out.data() + h.header.size());
+  int prev[3] = {};  // DC of the last block of each component written so far
+  for (int64_t r = r0; r < r1; ++r) {
+    const size_t e0 = entry(r, c0), e1 = entry(r, c1);
+    const size_t end_off = offset_of(e1);
+    const int end_bit = int(x.pos[e1] & 7);
+    BitReader rd(data.data(), data.size(), offset_of(e0));
+    rd.refill();
+    rd.consume(int(x.pos[e0] & 7));
+    // The first MCU: each component's first DC difference now counts from `prev`.
+    for (int c = 0; c < h.ncomp; ++c) {
+      int cur = x.dc[e0 * h.ncomp + c];
+      for (int b = 0; b < h.comp[c].blocks; ++b) {
+        int diff = 0;
+        if (!block<true>(rd, dc[c], ac[c], &diff, &w, &enc[c], b == 0, cur - prev[c]))
+          return Status::invalid_data("entropy data does not match its index");
+        cur += diff;
+      }
+    }
+    // The rest of the segment, bit for bit.
+    if (!rd.within_data()) return Status::invalid_data("entropy data does not match its index");
+    const size_t at = rd.offset();
+    const int at_bit = rd.bit();
+    if (at > end_off || (at == end_off && at_bit > end_bit))
+      return Status::invalid_data("entropy data does not match its index");
+    size_t stuffed = 0;
+    for (const uint8_t* p = data.data() + at; (p = static_cast<const uint8_t*>(std::memchr(p, 0xFF, data.data() + end_off - p)));
+         ++p)
+      ++stuffed;
+    uint64_t nbits = (uint64_t(end_off - at) - stuffed) * 8 + uint64_t(end_bit) - uint64_t(at_bit);
+    while (nbits > 0) {
+      const int take = int(std::min<uint64_t>(32, nbits));
+      if (rd.bits() < 32) rd.refill();
+      w.put(rd.peek(take), take);
+      rd.consume(take);
+      nbits -= uint64_t(take);
+    }
+    for (int c = 0; c < h.ncomp; ++c) prev[c] = x.dc[e1 * h.ncomp + c];
+  }
+  uint8_t* p = w.finish();
+  *p++ = 0xFF;
+  *p++ = 0xD9;
+  out.resize(size_t(p - out.data()));
+  return win;
+}
+
+}  // namespace detail
+
+// ---- JpegIndexCache ----
+
+JpegIndexCache::JpegIndexCache(size_t budget_bytes) : budget_(budget_bytes), shards_(new Shard[kShards]) {}
+JpegIndexCache::~JpegIndexCache() = default;
+
+std::shared_ptr<const detail::JpegScanIndex> JpegIndexCache::find(uint64_t key, std::span<const uint8_t> data,
+                                                                  bool* known_unindexable) const {
+  *known_unindexable = false;
+  Shard& s = shards_[key % kShards];
+  std::lock_guard lock(s.mutex);
+  auto it = s.map.find(key);
+  if (it == s.map.end()) return nullptr;
+  if (it->second.size != data.size() || it->second.fingerprint != detail::fingerprint(data)) return nullptr;
+  if (!it->second.index) *known_unindexable = true;
+  return it->second.index;
+}
+
+void JpegIndexCache::insert(uint64_t key, std::span<const uint8_t> data,
+                            std::shared_ptr<const detail::JpegScanIndex> index) {
+  if (index) {
+    builds_.fetch_add(1, std::memory_order_relaxed);
+    const int64_t add = int64_t(detail::jpeg_index_bytes(*index));
+    if (bytes_.fetch_add(add, std::memory_order_relaxed) + add > int64_t(budget_)) {
+      bytes_.fetch_sub(add, std::memory_order_relaxed);
+      over_budget_.fetch_add(1, std::memory_order_relaxed);
+      index.reset();
+      return;  // not remembered as unindexable: it may fit after a replacement
+    }
+  }
+  Entry entry{data.size(), detail::fingerprint(data), std::move(index)};
+  Shard& s = shards_[key % kShards];
+  std::lock_guard lock(s.mutex);
+  auto [it, inserted] = s.map.try_emplace(key, entry);
+  if (!inserted) {
+    // A replaced file (other bytes) takes the slot; a race on the same bytes keeps the first.
+    const bool same = it->second.size == entry.size && it->second.fingerprint == entry.fingerprint;
+    if (same) {
+      if (entry.index) bytes_.fetch_sub(int64_t(detail::jpeg_index_bytes(*entry.index)), std::memory_order_relaxed);
+      return;
+    }
+    if (it->second.index) {
+      bytes_.fetch_sub(int64_t(detail::jpeg_index_bytes(*it->second.index)), std::memory_order_relaxed);
+      entries_.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      unindexable_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    it->second = entry;
+  }
+  (entry.index ? entries_ : unindexable_).fetch_add(1, std::memory_order_relaxed);
+}
+
+JpegIndexCache::Stats JpegIndexCache::stats() const {
+  Stats s;
+  s.entries = entries_.load();
+  s.unindexable = unindexable_.load();
+  s.bytes = bytes_.load();
+  s.hits = hits_.load();
+  s.builds = builds_.load();
+  s.over_budget = over_budget_.load();
+  return s;
+}
+
+}  // namespace hdl

@@ -1,0 +1,124 @@
+// JPEG entry-point index: where each MCU of a baseline JPEG's entropy-coded data starts, so that
+// a region decode skips the Huffman decoding of everything outside the region.
+//
+// Huffman decoding is most of the cost of a JPEG decode (about 58% of resnet-train's time on
+// the ImageNet-like corpus), and a baseline JPEG is one entropy-coded stream: libjpeg must decode
+// every MCU before the last row of a window, including the columns left and right of it. Once a
+// file has been parsed, its index records for every MCU (every `column_step`-th MCU of a row) the
+// bit position where it starts and the DC predictors before it. A later region decode then
+// assembles a small JPEG that holds only the MCUs covering the window (plus the two pixels of
+// context chroma upsampling needs): the entropy-coded segments of the window's MCU rows are
+// copied bit for bit, and the first DC difference of each segment is re-encoded against its new
+// predecessor (the DC tables are extended with codes for any missing magnitude categories;
+// existing codes are unchanged). libjpeg-turbo decodes that JPEG; the window's pixels are bit
+// for bit those of a full decode (tested on every corpus photo).
+//
+// The index is built the first time a file is decoded with a region (one extra Huffman pass,
+// about half a decode) and kept in a JpegIndexCache shared by all decoder threads, so the gain
+// comes from the second epoch on. Files it cannot index (progressive, arithmetic-coded, restart
+// intervals, multi-scan, 12-bit, corrupt) are remembered as such and decoded as before.
+//
+// Thread safety: JpegIndexCache is thread-safe; the rest are pure functions.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "media/status.h"
+
+namespace hdl {
+
+namespace detail {
+struct JpegScanIndex;
+}
+
+/// Indexes of JPEG files keyed by the caller's file key (the dataset index), with a byte budget.
+/// An entry also records the file's size and a fingerprint of its bytes, and is ignored when
+/// the bytes handed in for that key differ (a file replaced between epochs).
+class JpegIndexCache {
+ public:
+  struct Stats {
+    int64_t entries = 0;       ///< indexed files
+    int64_t unindexable = 0;   ///< files remembered as not indexable
+    int64_t bytes = 0;         ///< memory held by the indexes
+    int64_t hits = 0;          ///< decodes that used an index
+    int64_t builds = 0;        ///< indexes built
+    int64_t over_budget = 0;   ///< indexes dropped because the budget was spent
+  };
+
+  /// `budget_bytes`: at most this much memory for indexes; later files are not indexed.
+  explicit JpegIndexCache(size_t budget_bytes);
+  ~JpegIndexCache();
+  JpegIndexCache(const JpegIndexCache&) = delete;
+  JpegIndexCache& operator=(const JpegIndexCache&) = delete;
+
+  /// The index of `key` if it was built from these bytes; nullptr if there is none (or it was
+  /// built from other bytes). `*known_unindexable` is set when the file was found unindexable.
+  std::shared_ptr<const detail::JpegScanIndex> find(uint64_t key, std::span<const uint8_t> data,
+                                                    bool* known_unindexable) const;
+  /// Stores `index` (or, when null, that the file cannot be indexed). Keeps the first entry
+  /// when two threads race on one key. Past the budget, indexes are dropped (counted).
+  void insert(uint64_t key, std::span<const uint8_t> data,
+              std::shared_ptr<const detail::JpegScanIndex> index);
+  /// True while there is budget left for another index.
+  bool has_room() const { return bytes_.load(std::memory_order_relaxed) < int64_t(budget_); }
+
+  void count_hit() const { hits_.fetch_add(1, std::memory_order_relaxed); }
+  Stats stats() const;
+
+ private:
+  struct Entry {
+    uint64_t size = 0;
+    uint64_t fingerprint = 0;
+    std::shared_ptr<const detail::JpegScanIndex> index;  // null: unindexable
+  };
+  static constexpr int kShards = 16;
+  struct Shard {
+    mutable std::mutex mutex;
+    std::unordered_map<uint64_t, Entry> map;
+  };
+
+  size_t budget_;
+  std::unique_ptr<Shard[]> shards_;
+  std::atomic<int64_t> bytes_{0}, entries_{0}, unindexable_{0}, builds_{0}, over_budget_{0};
+  mutable std::atomic<int64_t> hits_{0};
+};
+
+namespace detail {
+
+/// The MCU grid of an indexed JPEG, in pixels and MCUs.
+struct JpegMcuGrid {
+  int64_t width = 0, height = 0;  ///< image size
+  int mcu_w = 8, mcu_h = 8;       ///< MCU size in pixels
+  int64_t mcus_x = 0, mcus_y = 0; ///< MCUs per row, MCU rows
+};
+
+/// Builds the index of a baseline, single-scan, 8-bit Huffman JPEG with 1 or 3 components and no
+/// restart interval, recording every `column_step`-th MCU of each row. kUnsupported for files of
+/// another kind (or whose DC tables cannot be extended), kInvalidData for corrupt entropy data.
+Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const uint8_t> data,
+                                                             int column_step = 1);
+
+const JpegMcuGrid& jpeg_index_grid(const JpegScanIndex& index);
+size_t jpeg_index_bytes(const JpegScanIndex& index);
+
+/// Writes to `out` a JPEG of the MCUs [r0, r1) x [c0', c1') of the indexed image, where c0' and
+/// c1' are c0 and c1 widened to the index's column step, and returns its origin in the image
+/// (pixels). Its pixels equal the full decode's, except within 2 pixels of an edge that is not
+/// an edge of the image (chroma upsampling context). kInvalidData if `data` does not match.
+struct JpegWindow {
+  int64_t x = 0, y = 0;           ///< origin of the written image in the indexed image
+  int64_t width = 0, height = 0;  ///< its size
+};
+Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegScanIndex& index,
+                                     int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                                     std::vector<uint8_t>& out);
+
+}  // namespace detail
+}  // namespace hdl

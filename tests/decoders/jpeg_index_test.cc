@@ -1,0 +1,220 @@
+// decoders/jpeg_index.cc: region decodes through the entry-point index give exactly the pixels
+// of a full decode, on every chroma layout of the corpus and on the ImageNet-like photos; files
+// it cannot index, replaced files, a spent budget and corrupt files all decode as without it.
+#include "decoders/jpeg_index.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "decoders/jpeg_decoder.h"
+#include "tests/decoders/decoder_test_util.h"
+
+namespace hdl::testing {
+namespace {
+
+// Small windows (where the index pays) at MCU edges and off them, plus random ones.
+std::vector<Roi> small_windows(int64_t W, int64_t H, uint32_t seed) {
+  std::vector<Roi> v;
+  if (W > 48 && H > 48) {
+    v.push_back({16, 16, 16, 16});
+    v.push_back({15, 17, 9, 23});
+    v.push_back({W - 17, H - 33, 17, 33});
+    v.push_back({W / 3, H / 3, W / 3, H / 3});
+    v.push_back({1, 2, W / 4, H / 4});
+    v.push_back({W - W / 4, H - H / 4, W / 4, H / 4});
+  }
+  v.push_back({W / 2, H / 2, 1, 1});
+  std::mt19937 rng(seed);
+  for (int i = 0; i < 6; ++i) {
+    const int64_t w = 1 + int64_t(rng() % std::max<int64_t>(1, W / 2)), h = 1 + int64_t(rng() % std::max<int64_t>(1, H / 2));
+    v.push_back({int64_t(rng() % (W - w + 1)), int64_t(rng() % (H - h + 1)), w, h});
+  }
+  return v;
+}
+
+// Decodes every window of `bytes` twice with the cache (the first builds the index, the second
+// uses it) and checks both against the crop of a full decode without it.
+void check_file(ImageDecoder& dec, JpegIndexCache& cache, uint64_t key, const std::vector<uint8_t>& bytes,
+                ColorFormat color, uint32_t seed, int* compared) {
+  auto info = dec.read_info(bytes);
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  auto full = decode_with(dec, bytes, request_for(color));
+  ASSERT_TRUE(full.is_ok()) << full.status().to_string();
+  for (const Roi& roi : small_windows(info->width, info->height, seed)) {
+    SCOPED_TRACE(::testing::Message() << "roi " << roi.x << "," << roi.y << " " << roi.w << "x" << roi.h);
+    DecodeRequest req = request_for(color);
+    req.roi = roi;
+    req.index_cache = &cache;
+    req.index_key = key;
+    for (int pass = 0; pass < 2; ++pass) {
+      auto win = decode_with(dec, bytes, req);
+      ASSERT_TRUE(win.is_ok()) << win.status().to_string();
+      ASSERT_EQ(diff(*win, full->crop(roi.x, roi.y, roi.w, roi.h)).max, 0) << "pass " << pass;
+      ++*compared;
+    }
+  }
+}
+
+TEST(JpegIndex, RegionDecodesEqualFullDecodeOnEveryLayout) {
+  HDL_REQUIRE_CORPUS();
+  auto dec = make_jpeg_decoder();
+  JpegIndexCache cache(size_t(64) << 20);
+  int compared = 0;
+  uint64_t key = 0;
+  for (auto& r : manifest_files("ok", "jpeg/")) {
+    if (r.file.find("/large/") != std::string::npos) continue;
+    SCOPED_TRACE(r.file);
+    auto bytes = read_file(corpus_tests_dir() / r.file);
+    for (ColorFormat color : {ColorFormat::kRGB, ColorFormat::kGray}) {
+      check_file(*dec, cache, key, bytes, color, uint32_t(key), &compared);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    ++key;
+  }
+  const auto s = cache.stats();
+  EXPECT_GT(compared, 1000);
+  EXPECT_GT(s.entries, 40) << "baseline files should be indexed";
+  EXPECT_GT(s.hits, 500) << "the index should serve the second pass";
+}
+
+TEST(JpegIndex, RegionDecodesEqualFullDecodeOnImagenetPhotos) {
+  HDL_REQUIRE_CORPUS();
+  auto dec = make_jpeg_decoder();
+  JpegIndexCache cache(size_t(64) << 20);
+  int compared = 0, files = 0;
+  uint64_t key = 0;
+  for (auto& entry : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train")) {
+    if (!entry.is_regular_file() || key++ % 8 != 0) continue;  // every 8th photo: ~340 files
+    SCOPED_TRACE(entry.path().string());
+    auto bytes = read_file(entry.path());
+    check_file(*dec, cache, key, bytes, ColorFormat::kRGB, uint32_t(key), &compared);
+    if (::testing::Test::HasFatalFailure()) return;
+    ++files;
+  }
+  EXPECT_GT(files, 300);
+  EXPECT_GT(cache.stats().hits, int64_t(files) * 4);
+}
+
+TEST(JpegIndex, ReplacedFileUnderTheSameKeyIsReindexed) {
+  HDL_REQUIRE_CORPUS();
+  auto dec = make_jpeg_decoder();
+  JpegIndexCache cache(size_t(16) << 20);
+  std::vector<fs::path> photos;
+  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train"))
+    if (e.is_regular_file() && photos.size() < 2) photos.push_back(e.path());
+  ASSERT_EQ(photos.size(), 2u);
+  int compared = 0;
+  for (const auto& p : {photos[0], photos[1], photos[0]}) {
+    check_file(*dec, cache, /*key=*/7, read_file(p), ColorFormat::kRGB, 3, &compared);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(cache.stats().builds, 3);
+  EXPECT_EQ(cache.stats().entries, 1);
+}
+
+TEST(JpegIndex, SpentBudgetFallsBackToPlainRegionDecode) {
+  HDL_REQUIRE_CORPUS();
+  auto dec = make_jpeg_decoder();
+  JpegIndexCache cache(1);  // no index fits
+  int compared = 0;
+  uint64_t key = 0;
+  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train")) {
+    if (!e.is_regular_file() || key++ >= 3) continue;
+    check_file(*dec, cache, key, read_file(e.path()), ColorFormat::kRGB, 5, &compared);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(cache.stats().entries, 0);
+  EXPECT_EQ(cache.stats().hits, 0);
+  EXPECT_GT(cache.stats().over_budget, 0);
+  EXPECT_LE(cache.stats().bytes, 1);
+}
+
+// Corrupt and truncated files: with the index, the same outcome as without (error, or the same
+// partial pixels); never a crash.
+TEST(JpegIndex, CorruptFilesDecodeAsWithoutIndex) {
+  HDL_REQUIRE_CORPUS();
+  auto dec = make_jpeg_decoder();
+  JpegIndexCache cache(size_t(16) << 20);
+  int checked = 0;
+  uint64_t key = 0;
+  for (auto& r : manifest_files("corrupt", "jpeg/")) {
+    SCOPED_TRACE(r.file);
+    auto bytes = read_file(corpus_tests_dir() / r.file);
+    auto info = dec->read_info(bytes);
+    ++key;
+    if (!info.is_ok() || info->width < 8 || info->height < 8) continue;
+    const Roi roi{info->width / 4, info->height / 4, info->width / 4, info->height / 4};
+    for (bool allow_partial : {false, true}) {
+      DecodeRequest plain = request_for();
+      plain.roi = roi;
+      plain.allow_partial = allow_partial;
+      DecodeRequest indexed = plain;
+      indexed.index_cache = &cache;
+      indexed.index_key = key;
+      auto a = decode_with(*dec, bytes, plain);
+      for (int pass = 0; pass < 2; ++pass) {
+        auto b = decode_with(*dec, bytes, indexed);
+        ASSERT_EQ(a.is_ok(), b.is_ok()) << (a.is_ok() ? b.status().to_string() : a.status().to_string());
+        if (a.is_ok()) ASSERT_EQ(diff(*a, *b).max, 0);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 10);
+  EXPECT_GT(cache.stats().unindexable, 0) << "truncated baseline files cannot be indexed";
+}
+
+// The window JPEG itself: a valid file of the MCUs asked for, at their size.
+TEST(JpegIndex, WindowJpegIsAValidJpegOfTheMcus) {
+  HDL_REQUIRE_CORPUS();
+  fs::path photo;
+  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train"))
+    if (e.is_regular_file()) { photo = e.path(); break; }
+  auto bytes = read_file(photo);
+  auto index = detail::build_jpeg_index(bytes);
+  ASSERT_TRUE(index.is_ok()) << index.status().to_string();
+  const auto& g = detail::jpeg_index_grid(**index);
+  ASSERT_GT(g.mcus_x, 4);
+  ASSERT_GT(g.mcus_y, 4);
+  std::vector<uint8_t> out;
+  auto win = detail::write_jpeg_window(bytes, **index, 1, 3, 2, 4, out);
+  ASSERT_TRUE(win.is_ok()) << win.status().to_string();
+  EXPECT_EQ(win->x, 2 * g.mcu_w);
+  EXPECT_EQ(win->y, 1 * g.mcu_h);
+  EXPECT_EQ(win->width, 2 * g.mcu_w);
+  EXPECT_EQ(win->height, 2 * g.mcu_h);
+  EXPECT_LT(out.size(), bytes.size() / 4);
+  auto dec = make_jpeg_decoder();
+  auto info = dec->read_info(out);
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  EXPECT_EQ(info->width, win->width);
+  EXPECT_EQ(info->height, win->height);
+  DecodeReport report;
+  auto px = decode_with(*dec, out, request_for(), &report);
+  ASSERT_TRUE(px.is_ok()) << px.status().to_string();
+  EXPECT_TRUE(report.warning.empty()) << report.warning;
+  // Away from its edges (chroma context) it equals the full decode.
+  auto full = decode_with(*dec, bytes, request_for());
+  ASSERT_TRUE(full.is_ok());
+  const int64_t m = 2;
+  EXPECT_EQ(diff(px->crop(m, m, win->width - 2 * m, win->height - 2 * m),
+                 full->crop(win->x + m, win->y + m, win->width - 2 * m, win->height - 2 * m)).max, 0);
+  // Outside the grid is refused.
+  EXPECT_FALSE(detail::write_jpeg_window(bytes, **index, 0, g.mcus_y + 1, 0, 1, out).is_ok());
+}
+
+TEST(JpegIndex, ProgressiveAndDamagedFilesAreNotIndexed) {
+  HDL_REQUIRE_CORPUS();
+  for (auto& r : manifest_files("ok", "jpeg/")) {
+    if (r.format.find("progressive") == std::string::npos) continue;
+    auto built = detail::build_jpeg_index(read_file(corpus_tests_dir() / r.file));
+    EXPECT_FALSE(built.is_ok()) << r.file;
+    EXPECT_EQ(built.status().code(), StatusCode::kUnsupported) << r.file;
+  }
+  std::vector<uint8_t> junk = {0xFF, 0xD8, 0xFF, 0xD9};
+  EXPECT_FALSE(detail::build_jpeg_index(junk).is_ok());
+}
+
+}  // namespace
+}  // namespace hdl::testing
