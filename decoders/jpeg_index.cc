@@ -11,6 +11,7 @@ namespace {
 
 constexpr int kLookahead = 9;      // bits resolved by one table lookup
 constexpr int kDcCategories = 12;  // 8-bit JPEG: DC differences need 0..11 bits
+constexpr size_t kTailPadding = 512 * 10;  // libjpeg-turbo's fast-path margin for 10 blocks
 
 uint16_t be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
 
@@ -124,13 +125,13 @@ class BitReader {
   }
 
   int bits() const { return bits_; }
-  uint32_t peek(int n) const { return uint32_t(buf_ >> (64 - n)); }
+  uint64_t peek(int n) const { return buf_ >> (64 - n); }
   void consume(int n) {
     buf_ <<= n;
     bits_ -= n;
   }
   uint32_t get(int n) {
-    uint32_t v = n ? peek(n) : 0;
+    uint32_t v = n ? uint32_t(peek(n)) : 0;
     consume(n);
     return v;
   }
@@ -178,39 +179,35 @@ class BitReader {
   bool marker_ = false;
 };
 
-// Writes entropy-coded bits, stuffing a 0x00 after each 0xFF.
+// Writes entropy-coded bits, stuffing a 0x00 after each 0xFF. Writes whole 8-byte words, so
+// the buffer needs 8 bytes of room past the end.
 class BitWriter {
  public:
   explicit BitWriter(uint8_t* out) : p_(out) {}
-  void put(uint32_t v, int n) {  // n <= 32
+  void put(uint64_t v, int n) {  // n <= 56
     if (n == 0) return;
-    acc_ = (acc_ << n) | (v & (n == 32 ? 0xFFFFFFFFu : (1u << n) - 1));
+    acc_ = (acc_ << n) | (v & ((uint64_t(1) << n) - 1));
     n_ += n;
-    if (n_ >= 32) flush32();
+    const int k = n_ >> 3;  // whole bytes to write
+    if (k == 0) return;
+    n_ -= 8 * k;
+    const uint64_t word = (acc_ >> n_) << (64 - 8 * k);  // the k bytes, left-aligned
+    const uint64_t inv = ~word;  // the unused low bytes become 0xFF bytes here, never zero
+    if (((inv - 0x0101010101010101ull) & ~inv & 0x8080808080808080ull) == 0) {
+      const uint64_t be = __builtin_bswap64(word);
+      std::memcpy(p_, &be, 8);
+      p_ += k;
+    } else {
+      for (int i = 0; i < k; ++i) byte(uint8_t(word >> (56 - 8 * i)));
+    }
   }
-  // Pads with 1 bits to a byte boundary and writes what is left.
+  // Pads with 1 bits to a byte boundary.
   uint8_t* finish() {
     if (n_ & 7) put((1u << (8 - (n_ & 7))) - 1, 8 - (n_ & 7));
-    while (n_ >= 8) {
-      n_ -= 8;
-      byte(uint8_t(acc_ >> n_));
-    }
     return p_;
   }
 
  private:
-  void flush32() {
-    n_ -= 32;
-    const uint32_t w = uint32_t(acc_ >> n_);
-    const uint32_t inv = ~w;
-    if (((inv - 0x01010101u) & ~inv & 0x80808080u) == 0) {
-      const uint32_t be = __builtin_bswap32(w);
-      std::memcpy(p_, &be, 4);
-      p_ += 4;
-    } else {
-      byte(uint8_t(w >> 24)), byte(uint8_t(w >> 16)), byte(uint8_t(w >> 8)), byte(uint8_t(w));
-    }
-  }
   void byte(uint8_t b) {
     *p_++ = b;
     if (b == 0xFF) *p_++ = 0x00;
@@ -218,7 +215,7 @@ class BitWriter {
 
   uint8_t* p_;
   uint64_t acc_ = 0;
-  int n_ = 0;
+  int n_ = 0;  // bits in acc_ not yet written (< 8 between calls)
 };
 
 struct ScanComp {
@@ -523,7 +520,7 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
   auto offset_of = [&](size_t e) { return h.scan_start + (x.pos[e] >> 3); };
   // Room: the header, every byte of the segments (re-stuffing can at most double a byte) and
   // the DC codes that get longer.
-  size_t room = h.header.size() + 64;
+  size_t room = h.header.size() + 64 + kTailPadding;
   for (int64_t r = r0; r < r1; ++r) room += 2 * (offset_of(entry(r, c1)) - offset_of(entry(r, c0)) + 8) + 16;
   out.resize(room);
   std::memcpy(out.data(), h.header.data(), h.header.size());
@@ -575,8 +572,8 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
       ++stuffed;
     uint64_t nbits = (uint64_t(end_off - at) - stuffed) * 8 + uint64_t(end_bit) - uint64_t(at_bit);
     while (nbits > 0) {
-      const int take = int(std::min<uint64_t>(32, nbits));
-      if (rd.bits() < 32) rd.refill();
+      const int take = int(std::min<uint64_t>(56, nbits));
+      if (rd.bits() < 56) rd.refill();
       w.put(rd.peek(take), take);
       rd.consume(take);
       nbits -= uint64_t(take);
@@ -586,7 +583,10 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
   uint8_t* p = w.finish();
   *p++ = 0xFF;
   *p++ = 0xD9;
-  out.resize(size_t(p - out.data()));
+  // Zeros after the end: libjpeg-turbo takes its fast Huffman path only while it has 512 bytes
+  // per block of an MCU left in the buffer; with them, the window's last MCUs are fast too.
+  std::memset(p, 0, kTailPadding);
+  out.resize(size_t(p - out.data()) + kTailPadding);
   return win;
 }
 

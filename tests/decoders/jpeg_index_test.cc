@@ -184,7 +184,7 @@ TEST(JpegIndex, WindowJpegIsAValidJpegOfTheMcus) {
   EXPECT_EQ(win->y, 1 * g.mcu_h);
   EXPECT_EQ(win->width, 2 * g.mcu_w);
   EXPECT_EQ(win->height, 2 * g.mcu_h);
-  EXPECT_LT(out.size(), bytes.size() / 4);
+  EXPECT_LT(out.size(), bytes.size() / 4 + 6000);  // the MCUs, the header and 5 KB of tail padding
   auto dec = make_jpeg_decoder();
   auto info = dec->read_info(out);
   ASSERT_TRUE(info.is_ok()) << info.status().to_string();
