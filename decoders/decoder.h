@@ -84,6 +84,9 @@ struct DecodeRequest {
   /// indexed (the first region decode of a file builds its index). nullptr: no index.
   JpegIndexCache* index_cache = nullptr;
   uint64_t index_key = 0;
+  /// Index every file on its first decode, not only when its region is small enough to use an
+  /// index: for random crops, where a later epoch's region differs.
+  bool index_every_file = false;
 };
 
 /// What decode() has to say besides the pixels.

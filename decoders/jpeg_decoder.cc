@@ -298,7 +298,8 @@ class JpegDecoder final : public ImageDecoder {
     const int64_t r0 = std::max<int64_t>(0, win.y - kContext) / mcu_h;
     const int64_t r1 = (std::min(height, win.y + win.h + kContext) + mcu_h - 1) / mcu_h;
     // Without the index libjpeg Huffman-decodes every MCU of the rows above the window's end.
-    if ((c1 - c0) * (r1 - r0) * 5 > r1 * mcus_x * 4) return std::nullopt;
+    const bool worth_it = (c1 - c0) * (r1 - r0) * 10 <= r1 * mcus_x * 9;
+    if (!worth_it && !request.index_every_file) return std::nullopt;
 
     JpegIndexCache& cache = *request.index_cache;
     bool unindexable = false;
@@ -309,9 +310,10 @@ class JpegDecoder final : public ImageDecoder {
       cache.insert(request.index_key, data, built.is_ok() ? *built : nullptr);
       if (!built.is_ok()) return std::nullopt;
       index = *built;
-    } else {
+    } else if (worth_it) {
       cache.count_hit();
     }
+    if (!worth_it) return std::nullopt;
     const detail::JpegMcuGrid& grid = detail::jpeg_index_grid(*index);
     if (grid.width != width || grid.height != height || grid.mcu_w != mcu_w || grid.mcu_h != mcu_h)
       return std::nullopt;

@@ -218,6 +218,37 @@ class BitWriter {
   int n_ = 0;  // bits in acc_ not yet written (< 8 between calls)
 };
 
+bool has_ff(uint64_t w) {
+  const uint64_t inv = ~w;
+  return ((inv - 0x0101010101010101ull) & ~inv & 0x8080808080808080ull) != 0;
+}
+
+// Copies `nbits` bits of entropy-coded data starting at bit `bit` of *p (stuffed bytes, as in
+// the file) to `w`: seven bytes at a time while none of the eight loaded is 0xFF, else a byte.
+void copy_entropy_bits(const uint8_t* p, int bit, uint64_t nbits, const uint8_t* end, BitWriter& w) {
+  while (nbits > 0) {
+    if (nbits >= 56 && p + 8 <= end) {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      v = __builtin_bswap64(v);
+      if (!has_ff(v)) {
+        w.put((v << bit) >> 8, 56);
+        p += 7;
+        nbits -= 56;
+        continue;
+      }
+    }
+    // One byte (its bits from `bit` on), skipping the stuffed zero after a 0xFF.
+    const int avail = 8 - bit;
+    const int take = int(std::min<uint64_t>(uint64_t(avail), nbits));
+    w.put(uint64_t(*p & ((1u << avail) - 1)) >> (avail - take), take);
+    nbits -= uint64_t(take);
+    if (take < avail) break;
+    p += (*p == 0xFF) ? 2 : 1;
+    bit = 0;
+  }
+}
+
 struct ScanComp {
   int blocks = 1;  // blocks per MCU
   int dc = 0, ac = 0;  // table numbers
@@ -571,13 +602,7 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
          ++p)
       ++stuffed;
     uint64_t nbits = (uint64_t(end_off - at) - stuffed) * 8 + uint64_t(end_bit) - uint64_t(at_bit);
-    while (nbits > 0) {
-      const int take = int(std::min<uint64_t>(56, nbits));
-      if (rd.bits() < 56) rd.refill();
-      w.put(rd.peek(take), take);
-      rd.consume(take);
-      nbits -= uint64_t(take);
-    }
+    copy_entropy_bits(data.data() + at, at_bit, nbits, data.data() + data.size(), w);
     for (int c = 0; c < h.ncomp; ++c) prev[c] = x.dc[e1 * h.ncomp + c];
   }
   uint8_t* p = w.finish();

@@ -126,6 +126,7 @@ class ImageDecoderOp final : public Operator {
     HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_for(bytes, image, window, info.format == "jpeg" ? 8 : 1, st, req));
     req.index_cache = index_.get();
     req.index_key = uint64_t(io.sample().dataset_index);
+    req.index_every_file = random_crop_;
     const int64_t c = color_channels(request_.color);
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{plan.out_size.h, plan.out_size.w, c}, DType::kU8, Layout::kHWC));
     if (!(plan.dst_size == plan.out_size)) zero_fill(out);
