@@ -212,15 +212,23 @@ def image_graph(transform: Any) -> Callable[[DataNode], DataNode]:
             _require("pad")
     _require("crop_mirror_normalize" if float_out else "transpose")
 
+    # A horizontal flip last before the tensor conversion becomes crop_mirror_normalize's mirror
+    # (one pass over the pixels instead of two); the same coin decides, so the same images flip.
+    mirror_p = None
+    if float_out and rest and type(rest[-1]) is T.RandomHorizontalFlip and _has("crop_mirror_normalize", "mirror"):
+        mirror_p = float(rest[-1].p)
+        rest = rest[:-1]
+
     def wire(encoded: DataNode) -> DataNode:
         x = fn.image_decoder(encoded, **dec_args)
         for t in rest:
             x = _map_one(t, x)
         if float_out:
+            extra = {} if mirror_p is None else {"mirror": fn.coin_flip(probability=mirror_p)}
             mean = list(normalize.mean) if normalize is not None and not isinstance(normalize.mean, (int, float)) else ([float(normalize.mean)] if normalize is not None else [])
             std = list(normalize.std) if normalize is not None and not isinstance(normalize.std, (int, float)) else ([float(normalize.std)] if normalize is not None else [])
             return fn.crop_mirror_normalize(x, mean=[float(m) for m in mean], std=[float(s) for s in std],
-                                            scale=255.0, dtype="float32", output_layout="CHW")
+                                            scale=255.0, dtype="float32", output_layout="CHW", **extra)
         return fn.transpose(x, output_layout="CHW")
 
     return wire

@@ -98,6 +98,25 @@ def test_flip_rate_matches(val_root, p):
     assert abs(rate - p) < 0.08, rate  # n ~ 300: 3 standard deviations
 
 
+def test_flip_before_normalize_is_folded_into_its_mirror(val_root):
+    # RandomHorizontalFlip right before ToTensor + Normalize becomes crop_mirror_normalize's
+    # mirror: every image is either the unflipped one or exactly its mirror, at the asked rate.
+    tail = [T.ToTensor(), T.Normalize(MEAN, STD)]
+    plain = torchvision.datasets.ImageFolder(str(val_root), T.Compose([T.Resize(40), T.CenterCrop(32)] + tail))
+    flipped = torchvision.datasets.ImageFolder(str(val_root), T.Compose(
+        [T.Resize(40), T.CenterCrop(32), T.RandomHorizontalFlip(0.7)] + tail))
+    loader = native(flipped, batch_size=64, seed=4)
+    a = torch.cat([x for x, _ in native(plain, batch_size=64)])
+    b = torch.cat([x for x, _ in loader])
+    ops = str(loader._pipe.stats())
+    assert "coin_flip" in ops and "random_flip" not in ops, ops
+    same = (a == b).flatten(1).all(1)
+    mirrored = (a.flip(-1) == b).flatten(1).all(1)
+    assert bool((same | mirrored).all())
+    rate = (mirrored & ~same).float().mean().item()
+    assert abs(rate - 0.7) < 0.08, rate
+
+
 def test_fallback_is_torch(val_root):
     data = TensorDataset(torch.arange(50).float().view(25, 2), torch.arange(25))
     with pytest.warns(RuntimeWarning, match="TensorDataset"):
