@@ -30,6 +30,8 @@ options:
   --seed N           shuffling and augmentation seed (0)
   --size N           output side (224); --resize N: resnet-eval's shorter side (256)
   --no-dct-scaling   decode at full scale (exact torchvision pixels; slower on large images)
+  --jpeg-index-mb N  memory for JPEG entry-point indexes, which let later epochs skip the
+                     Huffman decoding outside each crop (512; 0: off)
   --no-shuffle       read in dataset order
   --file-root DIR    root of a file list's relative paths (default: the list's folder)
   --skip-errors      replace unreadable samples (counted) instead of stopping
@@ -76,6 +78,7 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     else if (arg == "--size") a.size = static_cast<int>(number(1));
     else if (arg == "--resize") a.resize = static_cast<int>(number(1));
     else if (arg == "--no-dct-scaling") a.dct_scaling = false;
+    else if (arg == "--jpeg-index-mb") a.jpeg_index_mb = number(0);
     else if (arg == "--no-shuffle") a.shuffle = false;
     else if (arg == "--file-root") a.file_root = text();
     else if (arg == "--skip-errors") a.skip_errors = true;

@@ -26,6 +26,7 @@ struct BenchArgs {
   int size = 224;                ///< --size: output side
   int resize = 256;              ///< --resize: resnet-eval's shorter side before the center crop
   bool dct_scaling = true;       ///< --no-dct-scaling turns DCT-domain reduction off (exact pixels)
+  int64_t jpeg_index_mb = 512;   ///< --jpeg-index-mb: image_decoder's index_cache_mb (0: off)
   bool shuffle = true;           ///< --no-shuffle
   bool skip_errors = false;      ///< --skip-errors: error policy skip instead of raise
   bool json = false;             ///< --json: one JSON document on stdout instead of the text report

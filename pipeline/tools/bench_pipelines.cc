@@ -46,7 +46,7 @@ PipelineSpec named_spec(const BenchArgs& a) {
     // torchvision RandomResizedCrop(size) fused into the decode: only the window is decoded.
     auto images = spec.add("image_decoder", {files[0]},
                            {{"output_type", "rgb"}, {"random_crop", "resized"}, {"resize", std::vector<int64_t>{s, s}},
-                            {"dct_scaling", a.dct_scaling}},
+                            {"dct_scaling", a.dct_scaling}, {"index_cache_mb", a.jpeg_index_mb}},
                            {}, "decode");
     auto coin = spec.add("coin_flip", {}, {{"probability", 0.5}}, {}, "flip_coin");
     auto out = spec.add("crop_mirror_normalize", {images[0]}, normalize_args(a), {{"mirror", coin[0]}}, "normalize");
@@ -57,7 +57,7 @@ PipelineSpec named_spec(const BenchArgs& a) {
     // torchvision Resize(resize) + CenterCrop(size), fused: only the centre region is decoded.
     auto images = spec.add("image_decoder", {files[0]},
                            {{"output_type", "rgb"}, {"resize", std::vector<int64_t>{a.resize}}, {"center_crop", std::vector<int64_t>{s, s}},
-                            {"dct_scaling", a.dct_scaling}},
+                            {"dct_scaling", a.dct_scaling}, {"index_cache_mb", a.jpeg_index_mb}},
                            {}, "decode");
     auto out = spec.add("crop_mirror_normalize", {images[0]}, normalize_args(a), {}, "normalize");
     spec.set_outputs({out[0], files[1]});

@@ -159,7 +159,8 @@ std::string json_report(const BenchResult& r) {
   j["options"] = {{"batch_size", r.args.batch_size}, {"threads", r.threads}, {"cores", r.cores},
                   {"prefetch", r.args.prefetch}, {"epochs", r.args.epochs}, {"iterations", r.args.iterations},
                   {"warmup", r.args.warmup}, {"device", r.args.device}, {"dtype", r.args.dtype},
-                  {"layout", r.args.layout}, {"seed", r.args.seed}, {"dct_scaling", r.args.dct_scaling}};
+                  {"layout", r.args.layout}, {"seed", r.args.seed}, {"dct_scaling", r.args.dct_scaling},
+                  {"jpeg_index_mb", r.args.jpeg_index_mb}};
   j["outputs"] = r.output_desc;
   j["batches"] = r.batches;
   j["images"] = r.images;

@@ -143,7 +143,7 @@ class Runner:
         cmd = [self.bench_bin, pipeline, self.a.data, "--threads", str(threads), "--batch-size",
                str(self.a.batch_size), "--epochs", str(epochs or self.a.epochs + 1), "--warmup", str(warmup),
                "--json", "--no-progress", *extra]
-        self.commands[f"hdl-bench {pipeline}" + (" (memory)" if epochs else "")] = shlex.join(cmd)
+        self.commands[f"hdl-bench {pipeline}" + (" (memory)" if epochs else "") + (" " + " ".join(extra) if extra else "")] = shlex.join(cmd)
         return json.loads(sh(cmd))
 
     def python(self, which: str, kind: str, threads: int, epochs: int, repeat: int = 1) -> dict:
@@ -176,6 +176,8 @@ def run(a: argparse.Namespace) -> dict:
                 "resnet-eval, HabanaDataLoader resnet-train")
             rd = {"floor": r.floor(t), "train": r.cli("resnet-train", t), "eval": r.cli("resnet-eval", t),
                   "hdl_train": r.python("hdl", "train", t, a.epochs + 1)}
+            if t == cores:  # what the JPEG entry-point index is worth: the same run without it
+                rd["train_noindex"] = r.cli("resnet-train", t, extra=("--jpeg-index-mb", "0"))
             if k == 0:
                 log(f"[{t} thread(s)] torch DataLoader resnet-train (num_workers={t}), then the floor again")
                 rd["torch_train"] = r.python("torch", "train", t, 3)
@@ -190,10 +192,15 @@ def run(a: argparse.Namespace) -> dict:
             "hdl_train/floor": med([ips(rd, "hdl_train") / ips(rd, "floor") for rd in rounds]),
             "train/floor": med([ips(rd, "train") / ips(rd, "floor") for rd in rounds]),
             "eval/floor": med([ips(rd, "eval") / ips(rd, "floor") for rd in rounds]),
+            # The first epoch builds the JPEG indexes (and touches the batch buffers first).
+            "hdl_train_first_epoch/floor": med([rd["hdl_train"]["epochs"][0]["images"] / rd["hdl_train"]["epochs"][0]["seconds"]
+                                                / ips(rd, "floor") for rd in rounds]),
             # torch ran once, between round 1's runs and a second floor run.
             "hdl_train/torch": ips(rounds[0], "hdl_train") / ips(rounds[0], "torch_train"),
             "torch/floor": ips(rounds[0], "torch_train") / ips(rounds[0], "floor_after_torch"),
         }
+        if t == cores:
+            round_ratios[str(t)]["train_noindex/floor"] = med([ips(rd, "train_noindex") / ips(rd, "floor") for rd in rounds])
     res["round_ratios"] = round_ratios
     log("hdl-bench decode, HabanaDataLoader resnet-eval, 5-epoch memory run")
     res["decode"] = r.cli("decode", cores)
@@ -217,6 +224,8 @@ def ratios(res: dict) -> list:
         ("resnet-train via HabanaDataLoader / decode floor", rr["hdl_train/floor"], ">= 1.0"),
         ("resnet-train via HabanaDataLoader / torch DataLoader", rr["hdl_train/torch"], ">= 3.5"),
         ("resnet-train hdl-bench (C++) / decode floor", rr["train/floor"], ">= 1.0"),
+        ("resnet-train hdl-bench without the JPEG index / decode floor", rr["train_noindex/floor"], "(info)"),
+        ("resnet-train via HabanaDataLoader, first epoch / decode floor", rr["hdl_train_first_epoch/floor"], "(info)"),
         ("resnet-eval hdl-bench (C++) / decode floor", rr["eval/floor"], ">= 0.9"),
         ("resnet-eval via HabanaDataLoader / decode floor", res["hdl_eval"]["ratio_to_floor"], "(info)"),
         ("torch DataLoader / decode floor", rr["torch/floor"], "(info)"),
