@@ -306,7 +306,7 @@ class JpegDecoder final : public ImageDecoder {
     std::shared_ptr<const detail::JpegScanIndex> index = cache.find(request.index_key, data, &unindexable);
     if (!index) {
       if (unindexable || !cache.has_room()) return std::nullopt;
-      auto built = detail::build_jpeg_index(data);
+      auto built = detail::build_jpeg_index(data, cache.file_share());
       cache.insert(request.index_key, data, built.is_ok() ? *built : nullptr);
       if (!built.is_ok()) return std::nullopt;
       index = *built;

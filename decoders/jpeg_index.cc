@@ -482,15 +482,25 @@ struct JpegScanIndex {
 
 const JpegMcuGrid& jpeg_index_grid(const JpegScanIndex& index) { return index.head.grid; }
 size_t jpeg_index_bytes(const JpegScanIndex& index) { return index.bytes; }
+int jpeg_index_column_step(const JpegScanIndex& index) { return index.step; }
 
-Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const uint8_t> data, int column_step) {
+Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const uint8_t> data, size_t max_bytes) {
   if (data.size() >= (size_t(1) << 29)) return Status::unsupported("file too large to index");
   HDL_ASSIGN_OR_RETURN(ParsedHeader head, parse_header(data));
   auto index = std::make_shared<JpegScanIndex>();
   JpegScanIndex& x = *index;
   x.head = std::move(head);
   const ParsedHeader& h = x.head;
-  x.step = std::max(1, column_step);
+  // Memory: the fixed part, then per entry a position and one predictor per component.
+  size_t fixed = sizeof(JpegScanIndex) + h.header.size();
+  for (const HuffSpec* t : {h.dc, h.ac})
+    for (int k = 0; k < 4; ++k) fixed += t[k].vals.size();
+  const size_t per_entry = sizeof(uint32_t) + sizeof(int16_t) * size_t(h.ncomp);
+  auto bytes_for = [&](int64_t step) {
+    return fixed + per_entry * size_t(h.grid.mcus_y * ((h.grid.mcus_x + step - 1) / step) + 1);
+  };
+  x.step = 1;
+  while (x.step < h.grid.mcus_x && bytes_for(x.step) > max_bytes) ++x.step;
   x.per_row = (h.grid.mcus_x + x.step - 1) / x.step;
   const size_t entries = size_t(x.per_row * h.grid.mcus_y + 1);
   x.pos.resize(entries);
@@ -526,8 +536,7 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
     }
   }
   record();
-  x.bytes = sizeof(JpegScanIndex) + x.pos.size() * sizeof(uint32_t) + x.dc.size() * sizeof(int16_t) +
-            x.head.header.size();
+  x.bytes = bytes_for(x.step);
   return std::shared_ptr<const JpegScanIndex>(std::move(index));
 }
 
@@ -642,8 +651,7 @@ void JpegIndexCache::insert(uint64_t key, std::span<const uint8_t> data,
     if (bytes_.fetch_add(add, std::memory_order_relaxed) + add > int64_t(budget_)) {
       bytes_.fetch_sub(add, std::memory_order_relaxed);
       over_budget_.fetch_add(1, std::memory_order_relaxed);
-      index.reset();
-      return;  // not remembered as unindexable: it may fit after a replacement
+      index.reset();  // remembered as unindexable: not rebuilt (and dropped) on every decode
     }
   }
   Entry entry{data.size(), detail::fingerprint(data), std::move(index)};

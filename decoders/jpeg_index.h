@@ -63,11 +63,22 @@ class JpegIndexCache {
   std::shared_ptr<const detail::JpegScanIndex> find(uint64_t key, std::span<const uint8_t> data,
                                                     bool* known_unindexable) const;
   /// Stores `index` (or, when null, that the file cannot be indexed). Keeps the first entry
-  /// when two threads race on one key. Past the budget, indexes are dropped (counted).
+  /// when two threads race on one key. Past the budget, an index is dropped (counted) and the
+  /// file remembered as unindexed.
   void insert(uint64_t key, std::span<const uint8_t> data,
               std::shared_ptr<const detail::JpegScanIndex> index);
   /// True while there is budget left for another index.
   bool has_room() const { return bytes_.load(std::memory_order_relaxed) < int64_t(budget_); }
+  /// How many files will share the budget (e.g. the dataset's size; 0: unknown). Each file's
+  /// index is then kept within budget / files by recording fewer MCUs per row (a coarser index
+  /// decodes a few more MCUs beside each window), down to one entry per MCU row; past the
+  /// budget, files are not indexed.
+  void expect_files(int64_t files) { files_.store(files, std::memory_order_relaxed); }
+  /// The most memory one file's index may take.
+  size_t file_share() const {
+    const int64_t n = files_.load(std::memory_order_relaxed);
+    return n > 0 ? budget_ / size_t(n) : budget_;
+  }
 
   void count_hit() const { hits_.fetch_add(1, std::memory_order_relaxed); }
   Stats stats() const;
@@ -86,7 +97,7 @@ class JpegIndexCache {
 
   size_t budget_;
   std::unique_ptr<Shard[]> shards_;
-  std::atomic<int64_t> bytes_{0}, entries_{0}, unindexable_{0}, builds_{0}, over_budget_{0};
+  std::atomic<int64_t> bytes_{0}, entries_{0}, unindexable_{0}, builds_{0}, over_budget_{0}, files_{0};
   mutable std::atomic<int64_t> hits_{0};
 };
 
@@ -100,13 +111,17 @@ struct JpegMcuGrid {
 };
 
 /// Builds the index of a baseline, single-scan, 8-bit Huffman JPEG with 1 or 3 components and no
-/// restart interval, recording every `column_step`-th MCU of each row. kUnsupported for files of
-/// another kind (or whose DC tables cannot be extended), kInvalidData for corrupt entropy data.
+/// restart interval. It records every MCU of each row, or every k-th with the smallest k that
+/// keeps the index within `max_bytes` (at most one per row: the row starts, which still skip
+/// the rows above a window). kUnsupported for files of another kind (or whose DC tables cannot
+/// be extended), kInvalidData for corrupt entropy data.
 Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const uint8_t> data,
-                                                             int column_step = 1);
+                                                             size_t max_bytes = SIZE_MAX);
 
 const JpegMcuGrid& jpeg_index_grid(const JpegScanIndex& index);
 size_t jpeg_index_bytes(const JpegScanIndex& index);
+/// k: the index records every k-th MCU of a row.
+int jpeg_index_column_step(const JpegScanIndex& index);
 
 /// Writes to `out` a JPEG of the MCUs [r0, r1) x [c0', c1') of the indexed image, where c0' and
 /// c1' are c0 and c1 widened to the index's column step, and returns its origin in the image

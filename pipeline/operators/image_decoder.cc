@@ -6,6 +6,7 @@
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
 #include "pipeline/operators/decode_geometry.h"
+#include "pipeline/readers/dataset.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 
@@ -125,6 +126,7 @@ class ImageDecoderOp final : public Operator {
     DecodeRequest req;
     HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_for(bytes, image, window, info.format == "jpeg" ? 8 : 1, st, req));
     req.index_cache = index_.get();
+    if (index_ && io.sample().dataset) index_->expect_files(io.sample().dataset->size());
     req.index_key = uint64_t(io.sample().dataset_index);
     req.index_every_file = random_crop_;
     const int64_t c = color_channels(request_.color);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "decoders/jpeg_decoder.h"
 #include "tests/decoders/decoder_test_util.h"
@@ -116,18 +117,62 @@ TEST(JpegIndex, ReplacedFileUnderTheSameKeyIsReindexed) {
 TEST(JpegIndex, SpentBudgetFallsBackToPlainRegionDecode) {
   HDL_REQUIRE_CORPUS();
   auto dec = make_jpeg_decoder();
-  JpegIndexCache cache(1);  // no index fits
+  std::vector<fs::path> photos;
+  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train"))
+    if (e.is_regular_file() && photos.size() < 4) photos.push_back(e.path());
+  auto first = detail::build_jpeg_index(read_file(photos[0]));
+  ASSERT_TRUE(first.is_ok());
+  JpegIndexCache cache(detail::jpeg_index_bytes(**first) + 100);  // room for the first index only
   int compared = 0;
   uint64_t key = 0;
-  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train")) {
-    if (!e.is_regular_file() || key++ >= 3) continue;
-    check_file(*dec, cache, key, read_file(e.path()), ColorFormat::kRGB, 5, &compared);
+  for (const auto& p : photos) {
+    check_file(*dec, cache, key++, read_file(p), ColorFormat::kRGB, 5, &compared);
     if (::testing::Test::HasFatalFailure()) return;
   }
-  EXPECT_EQ(cache.stats().entries, 0);
-  EXPECT_EQ(cache.stats().hits, 0);
-  EXPECT_GT(cache.stats().over_budget, 0);
-  EXPECT_LE(cache.stats().bytes, 1);
+  EXPECT_EQ(cache.stats().entries, 1);
+  EXPECT_GT(cache.stats().hits, 0);
+  EXPECT_GE(cache.stats().over_budget, 1);
+  EXPECT_LE(cache.stats().builds, 4) << "a file past the budget is not rebuilt on every decode";
+  EXPECT_LE(cache.stats().bytes, int64_t(detail::jpeg_index_bytes(**first) + 100));
+}
+
+// A small share of the budget per file gives a coarser index (every k-th MCU of a row), which
+// still decodes exact windows; a share too small for any index leaves the file unindexed.
+TEST(JpegIndex, CoarseIndexesWithinTheirShareAreStillExact) {
+  HDL_REQUIRE_CORPUS();
+  auto dec = make_jpeg_decoder();
+  std::vector<fs::path> photos;
+  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train"))
+    if (e.is_regular_file() && photos.size() < 12) photos.push_back(e.path());
+  const auto bytes0 = read_file(photos[0]);
+  auto fine = detail::build_jpeg_index(bytes0);
+  ASSERT_TRUE(fine.is_ok());
+  ASSERT_EQ(detail::jpeg_index_column_step(**fine), 1);
+  const size_t full = detail::jpeg_index_bytes(**fine);
+  std::set<int> steps;
+  for (double fraction : {0.7, 0.5, 0.35}) {
+    auto coarse = detail::build_jpeg_index(bytes0, size_t(double(full) * fraction));
+    ASSERT_TRUE(coarse.is_ok()) << fraction << " of " << full << ": " << coarse.status().to_string();
+    EXPECT_LE(detail::jpeg_index_bytes(**coarse), size_t(double(full) * fraction));
+    steps.insert(detail::jpeg_index_column_step(**coarse));
+  }
+  EXPECT_GE(steps.size(), 3u);
+  auto coarsest = detail::build_jpeg_index(bytes0, 64);  // one entry per MCU row
+  ASSERT_TRUE(coarsest.is_ok());
+  EXPECT_EQ(detail::jpeg_index_column_step(**coarsest), detail::jpeg_index_grid(**coarsest).mcus_x);
+
+  // Through the cache: 1,000 expected files share a budget that fits half a fine index each.
+  JpegIndexCache cache(full * 1000 / 2);
+  cache.expect_files(1000);
+  int compared = 0;
+  uint64_t key = 0;
+  for (const auto& p : photos) {
+    SCOPED_TRACE(p.string());
+    check_file(*dec, cache, key++, read_file(p), ColorFormat::kRGB, uint32_t(key), &compared);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_GT(cache.stats().hits, 12);
+  EXPECT_LE(cache.stats().bytes, int64_t(photos.size() * full * 6 / 10));
 }
 
 // Corrupt and truncated files: with the index, the same outcome as without (error, or the same
