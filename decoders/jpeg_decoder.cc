@@ -297,8 +297,13 @@ class JpegDecoder final : public ImageDecoder {
     const int64_t c1 = (std::min(width, win.x + win.w + kContext) + mcu_w - 1) / mcu_w;
     const int64_t r0 = std::max<int64_t>(0, win.y - kContext) / mcu_h;
     const int64_t r1 = (std::min(height, win.y + win.h + kContext) + mcu_h - 1) / mcu_h;
-    // Without the index libjpeg Huffman-decodes every MCU of the rows above the window's end.
-    const bool worth_it = (c1 - c0) * (r1 - r0) * 10 <= r1 * mcus_x * 9;
+    // Without the index libjpeg Huffman-decodes every MCU of the rows above the window's end;
+    // with it, the window's MCUs (widened to the index's column step).
+    auto worth = [&](int64_t step) {
+      const int64_t w0 = c0 / step * step, w1 = std::min(mcus_x, (c1 + step - 1) / step * step);
+      return (w1 - w0) * (r1 - r0) * 10 <= r1 * mcus_x * 9;
+    };
+    bool worth_it = worth(1);
     if (!worth_it && !request.index_every_file) return std::nullopt;
 
     JpegIndexCache& cache = *request.index_cache;
@@ -310,10 +315,10 @@ class JpegDecoder final : public ImageDecoder {
       cache.insert(request.index_key, data, built.is_ok() ? *built : nullptr);
       if (!built.is_ok()) return std::nullopt;
       index = *built;
-    } else if (worth_it) {
-      cache.count_hit();
     }
+    worth_it = worth(detail::jpeg_index_column_step(*index));
     if (!worth_it) return std::nullopt;
+    cache.count_hit();
     const detail::JpegMcuGrid& grid = detail::jpeg_index_grid(*index);
     if (grid.width != width || grid.height != height || grid.mcu_w != mcu_w || grid.mcu_h != mcu_h)
       return std::nullopt;
