@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <string>
 
 namespace hdl {
@@ -10,6 +11,7 @@ namespace detail {
 namespace {
 
 constexpr int kLookahead = 9;      // bits resolved by one table lookup
+constexpr int kSkipBits = 11;      // AC code plus its extra bits skipped by one lookup (index pass)
 constexpr int kDcCategories = 12;  // 8-bit JPEG: DC differences need 0..11 bits
 constexpr size_t kTailPadding = 512 * 10;  // libjpeg-turbo's fast-path margin for 10 blocks
 
@@ -46,8 +48,11 @@ struct HuffDecoder {
   int32_t maxcode[18];            // largest code of each length, -1 if none
   int32_t valoffset[18];          // symbol index = code + valoffset[length]
   uint8_t vals[256];
+  // AC tables for the index pass: a coefficient whose code and extra bits fit in kSkipBits
+  // bits, as (run << 4) | total bits; 0: end of block, zero run, or longer.
+  std::unique_ptr<uint8_t[]> skip;
 
-  bool build(const HuffSpec& spec) {
+  bool build(const HuffSpec& spec, bool with_skip = false) {
     std::vector<uint16_t> codes;
     std::vector<uint8_t> lens;
     if (!spec.defined || !canonical_codes(spec, &codes, &lens)) return false;
@@ -67,6 +72,19 @@ struct HuffDecoder {
       }
     }
     maxcode[17] = 0x7fffffff;  // sentinel: no code is longer than 16 bits
+    if (with_skip) {
+      if (!skip) skip.reset(new uint8_t[1 << kSkipBits]);
+      std::memset(skip.get(), 0, 1 << kSkipBits);
+      k = 0;
+      for (int l = 1; l <= 16; ++l) {
+        for (int i = 0; i < spec.bits[l]; ++i, ++k) {
+          const int run = spec.vals[k] >> 4, size = spec.vals[k] & 15, total = l + size;
+          if (size == 0 || total > kSkipBits) continue;
+          const uint32_t first = uint32_t(codes[k]) << (kSkipBits - l);
+          for (uint32_t j = 0; j < (1u << (kSkipBits - l)); ++j) skip[first | j] = uint8_t(run << 4 | total);
+        }
+      }
+    }
     return true;
   }
 };
@@ -441,6 +459,13 @@ bool block(BitReader& r, const HuffDecoder& dc, const HuffDecoder& ac, int* diff
   }
   for (int k = 1; k < 64; ++k) {
     if (r.bits() < 32) r.refill();
+    if constexpr (!kWrite) {
+      if (const uint8_t e = ac.skip[r.peek(kSkipBits)]) {  // a coefficient in one step
+        r.consume(e & 15);
+        k += e >> 4;
+        continue;
+      }
+    }
     const uint32_t p = r.peek(16);
     const int rs = r.decode(ac, &len);
     if (rs < 0) return false;
@@ -508,7 +533,7 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
 
   HuffDecoder dc[3], ac[3];
   for (int c = 0; c < h.ncomp; ++c)
-    if (!dc[c].build(h.dc[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac]))
+    if (!dc[c].build(h.dc[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac], /*with_skip=*/true))
       return Status::invalid_data("invalid Huffman table");
 
   BitReader r(data.data(), data.size(), h.scan_start);
