@@ -432,55 +432,43 @@ inline int extend(uint32_t bits, int s) {
   return s == 0 ? 0 : (bits < (1u << (s - 1)) ? int(bits) - (1 << s) + 1 : int(bits));
 }
 
-// Decodes one block's symbols (as libjpeg does: same bits consumed, even for odd runs); with
-// kWrite, writes them out again to `w`, the DC difference as dc_base + difference when
-// `rewrite`. Returns false on an invalid code. `*diff` gets the block's DC difference.
-template <bool kWrite>
-bool block(BitReader& r, const HuffDecoder& dc, const HuffDecoder& ac, int* diff, BitWriter* w,
-           const DcCode* enc, bool rewrite, int dc_base) {
+// Reads a block's DC difference into `*diff`. False on an invalid code.
+inline bool read_dc(BitReader& r, const HuffDecoder& dc, int* diff) {
   if (r.bits() < 32) r.refill();
   int len = 0;
-  const uint32_t dc_peek = r.peek(16);
   const int s = r.decode(dc, &len);
   if (s < 0 || s >= kDcCategories) return false;
-  const uint32_t v = r.get(s);
-  *diff = extend(v, s);
-  if constexpr (kWrite) {
-    if (rewrite) {
-      const int new_dc = dc_base + *diff;
-      const int c = dc_category(new_dc);
-      if (c >= kDcCategories || enc->len[c] == 0) return false;
-      w->put(enc->code[c], enc->len[c]);
-      w->put(uint32_t(new_dc < 0 ? new_dc - 1 : new_dc), c);
-    } else {
-      w->put(dc_peek >> (16 - len), len);
-      w->put(v, s);
-    }
-  }
+  *diff = extend(uint32_t(r.get(s)), s);
+  return true;
+}
+
+// Skips a block's AC coefficients exactly as libjpeg consumes them (same bits, even for odd
+// runs past the 64th coefficient). False on an invalid code.
+inline bool skip_ac(BitReader& r, const HuffDecoder& ac) {
   for (int k = 1; k < 64; ++k) {
     if (r.bits() < 32) r.refill();
-    if constexpr (!kWrite) {
-      if (const uint8_t e = ac.skip[r.peek(kSkipBits)]) {  // a coefficient in one step
-        r.consume(e & 15);
-        k += e >> 4;
-        continue;
-      }
+    if (const uint8_t e = ac.skip[r.peek(kSkipBits)]) {  // a short coefficient in one step
+      r.consume(e & 15);
+      k += e >> 4;
+      continue;
     }
-    const uint32_t p = r.peek(16);
+    int len = 0;
     const int rs = r.decode(ac, &len);
     if (rs < 0) return false;
     const int run = rs >> 4, size = rs & 15;
-    if constexpr (kWrite) w->put(p >> (16 - len), len);
     if (size) {
       k += run;
-      const uint32_t bits = r.get(size);
-      if constexpr (kWrite) w->put(bits, size);
+      r.consume(size);
     } else {
       if (run != 15) break;
       k += 15;
     }
   }
   return true;
+}
+
+inline bool block(BitReader& r, const HuffDecoder& dc, const HuffDecoder& ac, int* diff) {
+  return read_dc(r, dc, diff) && skip_ac(r, ac);
 }
 
 uint64_t fingerprint(std::span<const uint8_t> data) {
@@ -551,7 +539,7 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
       for (int c = 0; c < h.ncomp; ++c) {
         for (int b = 0; b < h.comp[c].blocks; ++b) {
           int diff = 0;
-          if (!block<false>(r, dc[c], ac[c], &diff, nullptr, nullptr, false, 0))
+          if (!block(r, dc[c], ac[c], &diff))
             return Status::invalid_data("invalid Huffman code");
           pred[c] += diff;
           if (pred[c] < -32768 || pred[c] > 32767) return Status::invalid_data("DC out of range");
@@ -593,18 +581,33 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
   sof[0] = uint8_t(win.height >> 8), sof[1] = uint8_t(win.height);
   sof[2] = uint8_t(win.width >> 8), sof[3] = uint8_t(win.width);
 
-  HuffDecoder dc[3], ac[3];
-  DcCode enc[3];
+  // Decoding tables per table number the scan uses; DC codes to re-encode with.
+  HuffDecoder dc_tables[4], ac_tables[4];
+  DcCode enc[4];
+  bool built_dc[4] = {}, built_ac[4] = {};
   for (int c = 0; c < h.ncomp; ++c) {
-    const HuffSpec& spec = h.dc[h.comp[c].dc];
-    if (!dc[c].build(spec) || !ac[c].build(h.ac[h.comp[c].ac])) return Status::internal("index tables");
+    const int td = h.comp[c].dc, ta = h.comp[c].ac;
+    if (!built_ac[ta] && !(built_ac[ta] = ac_tables[ta].build(h.ac[ta], /*with_skip=*/true)))
+      return Status::internal("index tables");
+    if (built_dc[td]) continue;
+    const HuffSpec& spec = h.dc[td];
+    if (!(built_dc[td] = dc_tables[td].build(spec))) return Status::internal("index tables");
     std::vector<uint16_t> codes;
     std::vector<uint8_t> lens;
     canonical_codes(spec, &codes, &lens);
-    std::memset(&enc[c], 0, sizeof(DcCode));
+    std::memset(&enc[td], 0, sizeof(DcCode));
     for (size_t k = 0; k < spec.vals.size(); ++k)
-      if (spec.vals[k] < kDcCategories) enc[c].code[spec.vals[k]] = codes[k], enc[c].len[spec.vals[k]] = lens[k];
+      if (spec.vals[k] < kDcCategories) enc[td].code[spec.vals[k]] = codes[k], enc[td].len[spec.vals[k]] = lens[k];
   }
+  const uint8_t* const file_end = data.data() + data.size();
+  // Unstuffed bits from (a, abit) to (b, bbit), stuffed file offsets of data bytes.
+  auto bits_between = [&](size_t a, int abit, size_t b, int bbit) -> uint64_t {
+    size_t stuffed = 0;
+    for (const uint8_t* p = data.data() + a; (p = static_cast<const uint8_t*>(std::memchr(p, 0xFF, data.data() + b - p))); ++p)
+      ++stuffed;
+    return (uint64_t(b - a) - stuffed) * 8 + uint64_t(bbit) - uint64_t(abit);
+  };
+  const auto mismatch = [] { return Status::invalid_data("entropy data does not match its index"); };
 
   BitWriter w(out.data() + h.header.size());
   int prev[3] = {};  // DC of the last block of each component written so far
@@ -615,28 +618,35 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
     BitReader rd(data.data(), data.size(), offset_of(e0));
     rd.refill();
     rd.consume(int(x.pos[e0] & 7));
-    // The first MCU: each component's first DC difference now counts from `prev`.
+    // The segment's first MCU: each component's first DC difference now counts from `prev`.
+    // Parse it to find those differences; everything between them is copied as it is.
+    int new_dc[3];
+    size_t from[3], upto[3];
+    int from_bit[3], upto_bit[3];
     for (int c = 0; c < h.ncomp; ++c) {
-      int cur = x.dc[e0 * h.ncomp + c];
-      for (int b = 0; b < h.comp[c].blocks; ++b) {
-        int diff = 0;
-        if (!block<true>(rd, dc[c], ac[c], &diff, &w, &enc[c], b == 0, cur - prev[c]))
-          return Status::invalid_data("entropy data does not match its index");
-        cur += diff;
-      }
+      const HuffDecoder& dct = dc_tables[h.comp[c].dc];
+      const HuffDecoder& act = ac_tables[h.comp[c].ac];
+      if (c > 0) upto[c - 1] = rd.offset(), upto_bit[c - 1] = rd.bit();
+      int diff = 0;
+      if (!read_dc(rd, dct, &diff)) return mismatch();
+      new_dc[c] = x.dc[e0 * h.ncomp + c] + diff - prev[c];
+      from[c] = rd.offset(), from_bit[c] = rd.bit();
+      if (!skip_ac(rd, act)) return mismatch();
+      for (int b = 1; b < h.comp[c].blocks; ++b)
+        if (!block(rd, dct, act, &diff)) return mismatch();
     }
-    // The rest of the segment, bit for bit.
-    if (!rd.within_data()) return Status::invalid_data("entropy data does not match its index");
-    const size_t at = rd.offset();
-    const int at_bit = rd.bit();
-    if (at > end_off || (at == end_off && at_bit > end_bit))
-      return Status::invalid_data("entropy data does not match its index");
-    size_t stuffed = 0;
-    for (const uint8_t* p = data.data() + at; (p = static_cast<const uint8_t*>(std::memchr(p, 0xFF, data.data() + end_off - p)));
-         ++p)
-      ++stuffed;
-    uint64_t nbits = (uint64_t(end_off - at) - stuffed) * 8 + uint64_t(end_bit) - uint64_t(at_bit);
-    copy_entropy_bits(data.data() + at, at_bit, nbits, data.data() + data.size(), w);
+    if (!rd.within_data()) return mismatch();
+    if (rd.offset() > end_off || (rd.offset() == end_off && rd.bit() > end_bit)) return mismatch();
+    upto[h.ncomp - 1] = end_off, upto_bit[h.ncomp - 1] = end_bit;  // the last copy runs to the end
+    for (int c = 0; c < h.ncomp; ++c) {
+      const DcCode& code = enc[h.comp[c].dc];
+      const int cat = dc_category(new_dc[c]);
+      if (cat >= kDcCategories || code.len[cat] == 0) return mismatch();
+      w.put(code.code[cat], code.len[cat]);
+      w.put(uint32_t(new_dc[c] < 0 ? new_dc[c] - 1 : new_dc[c]), cat);
+      copy_entropy_bits(data.data() + from[c], from_bit[c], bits_between(from[c], from_bit[c], upto[c], upto_bit[c]),
+                        file_end, w);
+    }
     for (int c = 0; c < h.ncomp; ++c) prev[c] = x.dc[e1 * h.ncomp + c];
   }
   uint8_t* p = w.finish();
