@@ -289,9 +289,11 @@ class JpegDecoder final : public ImageDecoder {
     const bool one = cinfo_.num_components == 1;
     const int64_t mcu_w = one ? 8 : 8 * cinfo_.max_h_samp_factor, mcu_h = one ? 8 : 8 * cinfo_.max_v_samp_factor;
     const int64_t mcus_x = (width + mcu_w - 1) / mcu_w;
-    // Two pixels of context each side: chroma upsampling reaches one chroma sample (two pixels)
-    // across; IDCT and colour conversion are per block and per pixel.
-    constexpr int64_t kContext = 2;
+    // One pixel of context each side: fancy chroma upsampling blends each chroma sample with
+    // its neighbour on the side of the pixel (a window starting at an even column needs the
+    // chroma sample left of it, the one covering the column before; likewise at the other
+    // edges); IDCT and colour conversion are per block and per pixel.
+    constexpr int64_t kContext = 1;
     const Roi& win = plan.stored;
     const int64_t c0 = std::max<int64_t>(0, win.x - kContext) / mcu_w;
     const int64_t c1 = (std::min(width, win.x + win.w + kContext) + mcu_w - 1) / mcu_w;

@@ -6,7 +6,7 @@
 // every MCU before the last row of a window, including the columns left and right of it. Once a
 // file has been parsed, its index records for every MCU (every `column_step`-th MCU of a row) the
 // bit position where it starts and the DC predictors before it. A later region decode then
-// assembles a small JPEG that holds only the MCUs covering the window (plus the two pixels of
+// assembles a small JPEG that holds only the MCUs covering the window (plus the pixel of
 // context chroma upsampling needs): the entropy-coded segments of the window's MCU rows are
 // copied bit for bit, and the first DC difference of each segment is re-encoded against its new
 // predecessor (the DC tables are extended with codes for any missing magnitude categories;
@@ -125,7 +125,7 @@ int jpeg_index_column_step(const JpegScanIndex& index);
 
 /// Writes to `out` a JPEG of the MCUs [r0, r1) x [c0', c1') of the indexed image, where c0' and
 /// c1' are c0 and c1 widened to the index's column step, and returns its origin in the image
-/// (pixels). Its pixels equal the full decode's, except within 2 pixels of an edge that is not
+/// (pixels). Its pixels equal the full decode's, except within 1 pixel of an edge that is not
 /// an edge of the image (chroma upsampling context). kInvalidData if `data` does not match.
 struct JpegWindow {
   int64_t x = 0, y = 0;           ///< origin of the written image in the indexed image

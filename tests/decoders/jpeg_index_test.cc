@@ -26,6 +26,10 @@ std::vector<Roi> small_windows(int64_t W, int64_t H, uint32_t seed) {
     v.push_back({W - W / 4, H - H / 4, W / 4, H / 4});
   }
   v.push_back({W / 2, H / 2, 1, 1});
+  // Every edge at, one before and one after an MCU boundary (the chroma context).
+  if (W > 100 && H > 80)
+    for (int d = -1; d <= 1; ++d)
+      for (int e = -1; e <= 1; ++e) v.push_back({32 + d, 16 + e, 48 - d + e, 32 - e + d});
   std::mt19937 rng(seed);
   for (int i = 0; i < 6; ++i) {
     const int64_t w = 1 + int64_t(rng() % std::max<int64_t>(1, W / 2)), h = 1 + int64_t(rng() % std::max<int64_t>(1, H / 2));
