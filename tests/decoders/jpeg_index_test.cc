@@ -38,6 +38,14 @@ std::vector<Roi> small_windows(int64_t W, int64_t H, uint32_t seed) {
   return v;
 }
 
+// The first `n` photos of the ImageNet-like tree.
+std::vector<fs::path> imagenet_photos(size_t n) {
+  std::vector<fs::path> photos;
+  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train"))
+    if (e.is_regular_file() && photos.size() < n) photos.push_back(e.path());
+  return photos;
+}
+
 // Decodes every window of `bytes` twice with the cache (the first builds the index, the second
 // uses it) and checks both against the crop of a full decode without it.
 void check_file(ImageDecoder& dec, JpegIndexCache& cache, uint64_t key, const std::vector<uint8_t>& bytes,
@@ -105,9 +113,7 @@ TEST(JpegIndex, ReplacedFileUnderTheSameKeyIsReindexed) {
   HDL_REQUIRE_CORPUS();
   auto dec = make_jpeg_decoder();
   JpegIndexCache cache(size_t(16) << 20);
-  std::vector<fs::path> photos;
-  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train"))
-    if (e.is_regular_file() && photos.size() < 2) photos.push_back(e.path());
+  const std::vector<fs::path> photos = imagenet_photos(2);
   ASSERT_EQ(photos.size(), 2u);
   int compared = 0;
   for (const auto& p : {photos[0], photos[1], photos[0]}) {
@@ -121,9 +127,7 @@ TEST(JpegIndex, ReplacedFileUnderTheSameKeyIsReindexed) {
 TEST(JpegIndex, SpentBudgetFallsBackToPlainRegionDecode) {
   HDL_REQUIRE_CORPUS();
   auto dec = make_jpeg_decoder();
-  std::vector<fs::path> photos;
-  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train"))
-    if (e.is_regular_file() && photos.size() < 4) photos.push_back(e.path());
+  const std::vector<fs::path> photos = imagenet_photos(4);
   auto first = detail::build_jpeg_index(read_file(photos[0]));
   ASSERT_TRUE(first.is_ok());
   JpegIndexCache cache(detail::jpeg_index_bytes(**first) + 100);  // room for the first index only
@@ -145,9 +149,7 @@ TEST(JpegIndex, SpentBudgetFallsBackToPlainRegionDecode) {
 TEST(JpegIndex, CoarseIndexesWithinTheirShareAreStillExact) {
   HDL_REQUIRE_CORPUS();
   auto dec = make_jpeg_decoder();
-  std::vector<fs::path> photos;
-  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train"))
-    if (e.is_regular_file() && photos.size() < 12) photos.push_back(e.path());
+  const std::vector<fs::path> photos = imagenet_photos(12);
   const auto bytes0 = read_file(photos[0]);
   auto fine = detail::build_jpeg_index(bytes0);
   ASSERT_TRUE(fine.is_ok());
@@ -217,10 +219,7 @@ TEST(JpegIndex, CorruptFilesDecodeAsWithoutIndex) {
 // The window JPEG itself: a valid file of the MCUs asked for, at their size.
 TEST(JpegIndex, WindowJpegIsAValidJpegOfTheMcus) {
   HDL_REQUIRE_CORPUS();
-  fs::path photo;
-  for (auto& e : fs::recursive_directory_iterator(corpus_dir() / "imagenet" / "train"))
-    if (e.is_regular_file()) { photo = e.path(); break; }
-  auto bytes = read_file(photo);
+  auto bytes = read_file(imagenet_photos(1).at(0));
   auto index = detail::build_jpeg_index(bytes);
   ASSERT_TRUE(index.is_ok()) << index.status().to_string();
   const auto& g = detail::jpeg_index_grid(**index);
