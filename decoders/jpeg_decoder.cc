@@ -305,8 +305,7 @@ class JpegDecoder final : public ImageDecoder {
       const int64_t w0 = c0 / step * step, w1 = std::min(mcus_x, (c1 + step - 1) / step * step);
       return (w1 - w0) * (r1 - r0) * 10 <= r1 * mcus_x * 9;
     };
-    bool worth_it = worth(1);
-    if (!worth_it && !request.index_every_file) return std::nullopt;
+    if (!worth(1) && !request.index_every_file) return std::nullopt;
 
     JpegIndexCache& cache = *request.index_cache;
     bool unindexable = false;
@@ -318,9 +317,7 @@ class JpegDecoder final : public ImageDecoder {
       if (!built.is_ok()) return std::nullopt;
       index = *built;
     }
-    worth_it = worth(detail::jpeg_index_column_step(*index));
-    if (!worth_it) return std::nullopt;
-    cache.count_hit();
+    if (!worth(detail::jpeg_index_column_step(*index))) return std::nullopt;
     const detail::JpegMcuGrid& grid = detail::jpeg_index_grid(*index);
     if (grid.width != width || grid.height != height || grid.mcu_w != mcu_w || grid.mcu_h != mcu_h)
       return std::nullopt;
@@ -336,6 +333,7 @@ class JpegDecoder final : public ImageDecoder {
     sub.stored.y -= window->y;
     sub.scaled = sub.stored;
     if (!decode_rows(sub, output_mode(request.color), out) || err_.warnings > 0) return std::nullopt;
+    cache.count_hit();
     return Result<DecodeReport>(DecodeReport{});
   }
 

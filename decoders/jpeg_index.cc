@@ -4,18 +4,19 @@
 #include <bit>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#include <string>
 
 namespace hdl {
 namespace detail {
 namespace {
 
 constexpr int kLookahead = 9;      // bits resolved by one table lookup
-constexpr int kSkipBits = 11;      // AC code plus its extra bits skipped by one lookup (index pass)
+constexpr int kSkipBits = 11;      // AC code plus its extra bits skipped by one lookup
 constexpr int kDcCategories = 12;  // 8-bit JPEG: DC differences need 0..11 bits
 constexpr size_t kTailPadding = 512 * 10;  // libjpeg-turbo's fast-path margin for 10 blocks
 
@@ -52,8 +53,8 @@ struct HuffDecoder {
   int32_t maxcode[18];            // largest code of each length, -1 if none
   int32_t valoffset[18];          // symbol index = code + valoffset[length]
   uint8_t vals[256];
-  // AC tables for the index pass: a coefficient whose code and extra bits fit in kSkipBits
-  // bits, as (run << 4) | total bits; 0: end of block, zero run, or longer.
+  // AC tables, for skipping coefficients: one whose code and extra bits fit in kSkipBits bits,
+  // as (run << 4) | total bits; 0: end of block, zero run, or longer.
   std::unique_ptr<uint8_t[]> skip;
 
   bool build(const HuffSpec& spec, bool with_skip = false) {

@@ -212,8 +212,8 @@ def image_graph(transform: Any) -> Callable[[DataNode], DataNode]:
             _require("pad")
     _require("crop_mirror_normalize" if float_out else "transpose")
 
-    # A horizontal flip last before the tensor conversion becomes crop_mirror_normalize's mirror
-    # (one pass over the pixels instead of two); the same coin decides, so the same images flip.
+    # A horizontal flip last before the tensor conversion becomes crop_mirror_normalize's mirror,
+    # drawn by a coin_flip of the same probability: one pass over the pixels instead of two.
     mirror_p = None
     if float_out and rest and type(rest[-1]) is T.RandomHorizontalFlip and _has("crop_mirror_normalize", "mirror"):
         mirror_p = float(rest[-1].p)
