@@ -124,6 +124,24 @@ TEST(JpegIndex, ReplacedFileUnderTheSameKeyIsReindexed) {
   EXPECT_EQ(cache.stats().entries, 1);
 }
 
+// The cache checks a file's size and a fingerprint of 16 samples of its bytes: an edit that
+// keeps the size (here inside the 8th sample) is not served the old index.
+TEST(JpegIndex, SameSizeEditIsNotServedTheOldIndex) {
+  HDL_REQUIRE_CORPUS();
+  auto bytes = read_file(imagenet_photos(1).at(0));
+  JpegIndexCache cache(size_t(16) << 20);
+  auto index = detail::build_jpeg_index(bytes);
+  ASSERT_TRUE(index.is_ok());
+  cache.insert(3, bytes, *index);
+  bool unindexable = false;
+  EXPECT_NE(cache.find(3, bytes, &unindexable), nullptr);
+  EXPECT_EQ(cache.find(4, bytes, &unindexable), nullptr);
+  auto edited = bytes;
+  edited[(edited.size() - 64) / 15 * 7 + 3] ^= 0x10;
+  EXPECT_EQ(cache.find(3, edited, &unindexable), nullptr);
+  EXPECT_FALSE(unindexable);
+}
+
 TEST(JpegIndex, SpentBudgetFallsBackToPlainRegionDecode) {
   HDL_REQUIRE_CORPUS();
   auto dec = make_jpeg_decoder();
