@@ -201,11 +201,14 @@ def _pad(padding: Any, fill: Any, mode: str, x: DataNode) -> DataNode:
     return fn.pad(x, padding=pads, padding_mode=mode, fill=fills)
 
 
-def image_graph(transform: Any) -> Callable[[DataNode], DataNode]:
-    """A function wiring ``transform`` onto encoded bytes, checked now (raises Unsupported)."""
+def image_graph(transform: Any, jpeg_index_mb: Optional[int] = None) -> Callable[[DataNode], DataNode]:
+    """A function wiring ``transform`` onto encoded bytes, checked now (raises Unsupported).
+    ``jpeg_index_mb``: the decoder's index_cache_mb (None: its default)."""
     pil, float_out, normalize = _split(transform)
     _require("image_decoder")
     dec_args, taken = _fused_decoder(pil)
+    if jpeg_index_mb is not None and _has("image_decoder", "index_cache_mb"):
+        dec_args["index_cache_mb"] = int(jpeg_index_mb)
     rest = pil[taken:]
     for t in rest:  # fail now rather than at iteration
         if type(t) is T.Pad:

@@ -84,6 +84,11 @@ class HabanaDataLoader:
         on_error: "raise" (a bad file raises habana_dataloader.DataError) or "skip" (replaced
             by the next sample, counted).
         strict: raise ValueError instead of falling back to torch.
+        jpeg_index_mb: memory for JPEG entry-point indexes (default 512; 0: off). With random
+            crops, each file is indexed on its first decode (one extra pass, so the first epoch
+            is slower), and later epochs entropy-decode only the blocks around each crop (same
+            pixels). About 11% of a file's size for a full index; the budget is shared out
+            over the dataset, with coarser indexes when it is small.
     """
 
     def __init__(self, dataset, batch_size: Optional[int] = 1, shuffle: Optional[bool] = None,
@@ -93,7 +98,7 @@ class HabanaDataLoader:
                  prefetch_factor: Optional[int] = None, persistent_workers: bool = False,
                  pin_memory_device: str = "", threads: Optional[int] = None,
                  device: Optional[str] = None, seed: Optional[int] = None,
-                 on_error: str = "raise", strict: bool = False):
+                 on_error: str = "raise", strict: bool = False, jpeg_index_mb: int = 512):
         args = dict(dataset=dataset, batch_size=batch_size, shuffle=shuffle, sampler=sampler,
                     batch_sampler=batch_sampler, num_workers=num_workers, collate_fn=collate_fn,
                     pin_memory=pin_memory, drop_last=drop_last, timeout=timeout,
@@ -111,6 +116,9 @@ class HabanaDataLoader:
             self._torch = DataLoader(**targs)
         if on_error not in ("raise", "skip"):
             raise ValueError(f"HabanaDataLoader() argument 'on_error' must be 'raise' or 'skip', got {on_error!r}")
+        if isinstance(jpeg_index_mb, bool) or not isinstance(jpeg_index_mb, int) or jpeg_index_mb < 0:
+            raise ValueError(f"HabanaDataLoader() argument 'jpeg_index_mb' must be an int >= 0, got {jpeg_index_mb!r}")
+        self.jpeg_index_mb = jpeg_index_mb
         self.threads = threads if threads is not None else (num_workers if num_workers > 0 else 0)
         self.device, self.seed, self.on_error, self.strict = device, seed, on_error, strict
         self._device = _resolve_device(device)
@@ -158,7 +166,7 @@ class HabanaDataLoader:
             raise Unsupported(f"batch_sampler is a {type(bs).__name__}, not torch's BatchSampler")
         base, self._index_map = unwrap_dataset(a["dataset"])
         self._samples = base.samples
-        self._wire = image_graph(base.transform)
+        self._wire = image_graph(base.transform, jpeg_index_mb=self.jpeg_index_mb)
         self._batch_size = bs.batch_size
         self._last_batch = "drop" if bs.drop_last else "partial"
         if len(a["dataset"]) == 0:

@@ -117,6 +117,22 @@ def test_flip_before_normalize_is_folded_into_its_mirror(val_root):
     assert abs(rate - 0.7) < 0.08, rate
 
 
+def test_jpeg_index_changes_no_pixel(val_root):
+    # The JPEG entry-point index (jpeg_index_mb) only changes speed: two epochs of random crops
+    # with it on equal those with it off, and a bad value is refused naming the argument.
+    chain = T.Compose([T.RandomResizedCrop(64, scale=(0.05, 0.4)), T.ToTensor()])
+    ds = torchvision.datasets.ImageFolder(str(val_root), chain)
+    runs = []
+    for mb in (64, 0):
+        loader = native(ds, batch_size=32, shuffle=True, seed=2, jpeg_index_mb=mb)
+        runs.append([x for _ in range(2) for x, _ in loader])
+    assert len(runs[0]) == len(runs[1]) > 0
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="jpeg_index_mb"):
+            HabanaDataLoader(ds, batch_size=4, jpeg_index_mb=bad)
+
+
 def test_fallback_is_torch(val_root):
     data = TensorDataset(torch.arange(50).float().view(25, 2), torch.arange(25))
     with pytest.warns(RuntimeWarning, match="TensorDataset"):
