@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "media/status.h"
@@ -84,6 +85,9 @@ class Operator {
   virtual Status run(SampleIO& io) const = 0;
   /// Per-thread state, created lazily on each worker thread. Default: none.
   virtual std::unique_ptr<OpState> make_state() const { return nullptr; }
+  /// Operator-specific counters for PipelineStats (e.g. image_decoder's JPEG index cache), as
+  /// (name, value) pairs. Called from any thread while the pipeline runs. Default: none.
+  virtual std::vector<std::pair<std::string, int64_t>> counters() const { return {}; }
 };
 
 /// A reader: the source of a pipeline. It names the dataset and how an epoch walks it.

@@ -85,6 +85,9 @@ struct OperatorStats {
   uint64_t samples = 0;   ///< samples it ran on
   uint64_t failures = 0;  ///< of those, how many failed
   double seconds = 0;     ///< total time in run(), summed over threads
+  /// What the operator itself counts (Operator::counters), e.g. image_decoder's
+  /// jpeg_index_files, jpeg_index_bytes, jpeg_index_hits.
+  std::vector<std::pair<std::string, int64_t>> counters;
 };
 
 struct PipelineStats {

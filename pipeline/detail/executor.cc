@@ -471,7 +471,7 @@ PipelineStats Executor::stats() const {
     const auto& node = c.graph.nodes()[n];
     const NodeCounters& k = c.counters[n];
     s.operators.push_back({node.spec.name, node.spec.op, k.samples.load(), k.failures.load(),
-                           static_cast<double>(k.nanos.load()) * 1e-9});
+                           static_cast<double>(k.nanos.load()) * 1e-9, node.op->counters()});
   }
   s.batches = c.batches.load();
   s.samples = c.samples.load();

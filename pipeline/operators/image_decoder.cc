@@ -113,6 +113,14 @@ class ImageDecoderOp final : public Operator {
 
   std::unique_ptr<OpState> make_state() const override { return std::make_unique<DecoderState>(); }
 
+  std::vector<std::pair<std::string, int64_t>> counters() const override {
+    if (!index_) return {};
+    const JpegIndexCache::Stats s = index_->stats();
+    return {{"jpeg_index_files", s.entries},      {"jpeg_index_bytes", s.bytes},
+            {"jpeg_index_hits", s.hits},          {"jpeg_index_unindexable", s.unindexable},
+            {"jpeg_index_over_budget", s.over_budget}};
+  }
+
  private:
   Status run_fused(SampleIO& io, std::span<const uint8_t> bytes, DecoderState& st) const {
     HDL_ASSIGN_OR_RETURN(ImageInfo info, st.decoders.read_info(bytes));

@@ -130,9 +130,15 @@ std::string text_report(const BenchResult& r) {
   line("batch", s.batch, false);
   line("copy", s.copy, false);
   t += format("  consumer waited %.2f s of %.2f s\n", r.stats.consumer_wait_seconds, r.total_s);
-  for (const OperatorStats& op : r.stats.operators)
+  for (const OperatorStats& op : r.stats.operators) {
     t += format("    %-12s %-22s %8llu samples %8.1f us/sample\n", op.name.c_str(), op.op.c_str(),
                 static_cast<unsigned long long>(op.samples), op.samples ? op.seconds * 1e6 / double(op.samples) : 0.0);
+    if (!op.counters.empty()) {
+      t += "      ";
+      for (const auto& [name, value] : op.counters) t += format(" %s %lld", name.c_str(), static_cast<long long>(value));
+      t += "\n";
+    }
+  }
   t += format("failures:          %llu (replaced %llu)\n", static_cast<unsigned long long>(r.stats.failures),
               static_cast<unsigned long long>(r.stats.replaced));
   for (const std::string& e : r.stats.recent_errors) t += "  error: " + e + "\n";
@@ -175,9 +181,12 @@ std::string json_report(const BenchResult& r) {
                          {"batch", s.batch}, {"copy", s.copy}};
   j["consumer_wait_seconds"] = r.stats.consumer_wait_seconds;
   json ops = json::array();
-  for (const OperatorStats& op : r.stats.operators)
+  for (const OperatorStats& op : r.stats.operators) {
+    json counters = json::object();
+    for (const auto& [name, value] : op.counters) counters[name] = value;
     ops.push_back({{"name", op.name}, {"op", op.op}, {"samples", op.samples}, {"failures", op.failures},
-                   {"seconds", op.seconds}});
+                   {"seconds", op.seconds}, {"counters", counters}});
+  }
   j["operators"] = ops;
   j["cpu"] = {{"user_seconds", r.usage_end.user_s - r.usage_measure.user_s},
               {"system_seconds", r.usage_end.system_s - r.usage_measure.system_s},

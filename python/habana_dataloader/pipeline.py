@@ -270,8 +270,9 @@ class Pipeline:
         self._native_or_build().load_state(state["state"])
 
     def stats(self) -> Dict[str, Any]:
-        """Per-operator samples/failures/seconds, batch and sample counts, consumer wait time,
-        recent errors and buffer-pool counters."""
+        """Per-operator samples/failures/seconds and the operator's own counters (image_decoder:
+        jpeg_index_files, jpeg_index_bytes, jpeg_index_hits, ...), batch and sample counts,
+        consumer wait time, recent errors and buffer-pool counters."""
         return self._native_or_build().stats()
 
     @property

@@ -120,6 +120,9 @@ class PyPipeline {
       od["samples"] = o.samples;
       od["failures"] = o.failures;
       od["seconds"] = o.seconds;
+      py::dict counters;
+      for (const auto& [name, value] : o.counters) counters[py::str(name)] = value;
+      od["counters"] = counters;
       ops.append(od);
     }
     d["operators"] = ops;

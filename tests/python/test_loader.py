@@ -122,10 +122,13 @@ def test_jpeg_index_changes_no_pixel(val_root):
     # with it on equal those with it off, and a bad value is refused naming the argument.
     chain = T.Compose([T.RandomResizedCrop(64, scale=(0.05, 0.4)), T.ToTensor()])
     ds = torchvision.datasets.ImageFolder(str(val_root), chain)
-    runs = []
+    runs, hits = [], []
     for mb in (64, 0):
         loader = native(ds, batch_size=32, shuffle=True, seed=2, jpeg_index_mb=mb)
         runs.append([x for _ in range(2) for x, _ in loader])
+        dec = [o for o in loader._pipe.stats()["operators"] if o["op"] == "image_decoder"][0]
+        hits.append(dec["counters"].get("jpeg_index_hits", 0))
+    assert hits[0] > 0 and hits[1] == 0, hits  # the index served decodes, and only when on
     assert len(runs[0]) == len(runs[1]) > 0
     assert all(torch.equal(a, b) for a, b in zip(*runs))
     for bad in (-1, 1.5, True):
