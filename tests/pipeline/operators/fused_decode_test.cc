@@ -197,7 +197,8 @@ TEST_F(FusedDecodeTest, JpegIndexChangesNoPixelOverEpochs) {
       for (const auto& b : pipe.epoch_batches())
         for (int64_t i = 0; i < b.outputs[0].size(); ++i) out.push_back(b.outputs[0].sample(i));  // keeps its buffer
     int64_t hits = 0;
-    for (const auto& [name, value] : pipe.stats().operators[1].counters)
+    const PipelineStats stats = pipe.stats();  // (a temporary's member would not outlive the loop's start)
+    for (const auto& [name, value] : stats.operators[1].counters)
       if (name == "jpeg_index_hits") hits = value;
     EXPECT_EQ(hits > 0, index_mb > 0) << "index " << index_mb << " MB: " << hits << " hits";
     return out;
