@@ -22,6 +22,12 @@ constexpr size_t kTailPadding = 512 * 10;  // libjpeg-turbo's fast-path margin f
 
 uint16_t be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
 
+// True if any byte of `w` is 0xFF (a zero byte of ~w).
+bool has_ff(uint64_t w) {
+  const uint64_t inv = ~w;
+  return ((inv - 0x0101010101010101ull) & ~inv & 0x8080808080808080ull) != 0;
+}
+
 // A Huffman table as the DHT segment gives it: code counts per length, symbols in code order.
 struct HuffSpec {
   uint8_t bits[17] = {};  // bits[l]: codes of length l (1..16)
@@ -50,8 +56,8 @@ bool canonical_codes(const HuffSpec& spec, std::vector<uint16_t>* codes, std::ve
 // Decoding tables: a kLookahead-bit lookup for short codes, canonical limits for the rest.
 struct HuffDecoder {
   uint16_t lut[1 << kLookahead];  // (length << 8) | symbol; 0: longer code
-  int32_t maxcode[18];            // largest code of each length, -1 if none
-  int32_t valoffset[18];          // symbol index = code + valoffset[length]
+  int32_t maxcode[17];            // largest code of each length 1..16, -1 if none
+  int32_t valoffset[17];          // symbol index = code + valoffset[length]
   uint8_t vals[256];
   // AC tables, for skipping coefficients: one whose code and extra bits fit in kSkipBits bits,
   // as (run << 4) | total bits; 0: end of block, zero run, or longer.
@@ -76,7 +82,6 @@ struct HuffDecoder {
           lut[(codes[k] << shift) | j] = uint16_t(l << 8 | spec.vals[k]);
       }
     }
-    maxcode[17] = 0x7fffffff;  // sentinel: no code is longer than 16 bits
     if (with_skip) {
       if (!skip) skip.reset(new uint8_t[1 << kSkipBits]);
       std::memset(skip.get(), 0, 1 << kSkipBits);
@@ -107,9 +112,7 @@ class BitReader {
       uint64_t w;
       std::memcpy(&w, d_ + pos_, 8);
       w = __builtin_bswap64(w);
-      const uint64_t inv = ~w;  // a 0xFF byte of w is a zero byte of inv
-      const bool has_ff = ((inv - 0x0101010101010101ull) & ~inv & 0x8080808080808080ull) != 0;
-      if (!has_ff) {
+      if (!has_ff(w)) {
         const int n = (64 - bits_) >> 3;
         buf_ |= n == 8 ? w : (w >> (64 - 8 * n)) << (64 - bits_ - 8 * n);
         for (int i = 0; i < n; ++i) ring_[(loaded_ + i) & 15] = uint32_t(pos_ + i);
@@ -215,8 +218,7 @@ class BitWriter {
     if (k == 0) return;
     n_ -= 8 * k;
     const uint64_t word = (acc_ >> n_) << (64 - 8 * k);  // the k bytes, left-aligned
-    const uint64_t inv = ~word;  // the unused low bytes become 0xFF bytes here, never zero
-    if (((inv - 0x0101010101010101ull) & ~inv & 0x8080808080808080ull) == 0) {
+    if (!has_ff(word)) {  // (its unused low bytes are zero, never 0xFF)
       const uint64_t be = __builtin_bswap64(word);
       std::memcpy(p_, &be, 8);
       p_ += k;
@@ -269,11 +271,6 @@ class BitWriter {
   uint64_t acc_ = 0;
   int n_ = 0;  // bits in acc_ not yet written (< 8 between calls)
 };
-
-bool has_ff(uint64_t w) {
-  const uint64_t inv = ~w;
-  return ((inv - 0x0101010101010101ull) & ~inv & 0x8080808080808080ull) != 0;
-}
 
 // Copies `nbits` bits of entropy-coded data starting at bit `bit` of *p (stuffed bytes, as in
 // the file) to `w`: 16 bytes at a time (SSE2) or seven while no 0xFF is near, else a byte.

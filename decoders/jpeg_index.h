@@ -73,7 +73,10 @@ class JpegIndexCache {
   /// index is then kept within budget / files by recording fewer MCUs per row (a coarser index
   /// decodes a few more MCUs beside each window), down to one entry per MCU row; past the
   /// budget, files are not indexed.
-  void expect_files(int64_t files) { files_.store(files, std::memory_order_relaxed); }
+  /// Cheap to call per decode: the shared counter is written only when the number changes.
+  void expect_files(int64_t files) {
+    if (files_.load(std::memory_order_relaxed) != files) files_.store(files, std::memory_order_relaxed);
+  }
   /// The most memory one file's index may take.
   size_t file_share() const {
     const int64_t n = files_.load(std::memory_order_relaxed);
