@@ -17,10 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "media/api.h"
 #include "media/shape.h"
 #include "media/status.h"
 #include "media/tensor.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 class JpegIndexCache;  // decoders/jpeg_index.h
@@ -139,3 +141,4 @@ class DecoderRegistry {
 };
 
 }  // namespace hdl
+HDL_API_END

@@ -28,7 +28,9 @@
 #include <vector>
 
 #include "decoders/decoder.h"
+#include "media/api.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 class DecoderSet {
@@ -64,3 +66,4 @@ class DecoderSet {
 };
 
 }  // namespace hdl
+HDL_API_END

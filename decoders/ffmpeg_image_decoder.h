@@ -19,7 +19,9 @@
 #include <span>
 
 #include "decoders/decoder.h"
+#include "media/api.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// A new FFmpeg image decoder. name() is "ffmpeg".
@@ -32,3 +34,4 @@ bool probe_tiff(std::span<const uint8_t> data);
 bool probe_webp(std::span<const uint8_t> data);
 
 }  // namespace hdl
+HDL_API_END

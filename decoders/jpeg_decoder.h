@@ -20,7 +20,9 @@
 #include <span>
 
 #include "decoders/decoder.h"
+#include "media/api.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// Speed/exactness knobs of the JPEG decoder. The defaults match Pillow and torchvision.
@@ -45,3 +47,4 @@ std::unique_ptr<ImageDecoder> make_jpeg_decoder(const JpegDecoderOptions& option
 bool probe_jpeg(std::span<const uint8_t> data);
 
 }  // namespace hdl
+HDL_API_END

@@ -30,8 +30,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "media/api.h"
 #include "media/status.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 namespace detail {
@@ -140,3 +142,4 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
 
 }  // namespace detail
 }  // namespace hdl
+HDL_API_END

@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "media/api.h"
 #include "media/tensor.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 class Batch {
@@ -39,3 +41,4 @@ class Batch {
 };
 
 }  // namespace hdl
+HDL_API_END

@@ -4,6 +4,9 @@
 #include <string>
 #include <string_view>
 
+#include "media/api.h"
+
+HDL_API_BEGIN
 namespace hdl {
 
 enum class DeviceKind : unsigned char { kCpu, kCuda };
@@ -27,3 +30,4 @@ struct Device {
 };
 
 }  // namespace hdl
+HDL_API_END

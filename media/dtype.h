@@ -6,6 +6,9 @@
 #include <string>
 #include <string_view>
 
+#include "media/api.h"
+
+HDL_API_BEGIN
 namespace hdl {
 
 enum class DType : uint8_t { kU8, kI16, kI32, kI64, kF16, kBF16, kF32 };
@@ -43,3 +46,4 @@ uint16_t float_to_bfloat16(float f);
 float bfloat16_to_float(uint16_t b);
 
 }  // namespace hdl
+HDL_API_END

@@ -8,6 +8,9 @@
 #include <initializer_list>
 #include <string>
 
+#include "media/api.h"
+
+HDL_API_BEGIN
 namespace hdl {
 
 /// Dimensions of a tensor, outermost first. Holds up to kMaxDims dims inline so that per-sample
@@ -80,3 +83,4 @@ const char* layout_name(Layout l);
 int layout_ndim(Layout l);
 
 }  // namespace hdl
+HDL_API_END

@@ -13,6 +13,9 @@
 #include <utility>
 #include <variant>
 
+#include "media/api.h"
+
+HDL_API_BEGIN
 namespace hdl {
 
 /// What went wrong with a piece of data. Stable: mapped one to one to Python and to JSON.
@@ -96,6 +99,7 @@ class [[nodiscard]] Result {
 };
 
 }  // namespace hdl
+HDL_API_END
 
 /// Returns early from the enclosing function if `expr` (a Status) is not ok.
 #define HDL_RETURN_IF_ERROR(expr)            \

@@ -14,8 +14,10 @@
 #include <memory>
 #include <string>
 
+#include "media/api.h"
 #include "media/device.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// Where memory comes from. Implementations: host (aligned malloc), pinned host and device
@@ -106,3 +108,4 @@ class BufferPool {
 };
 
 }  // namespace hdl
+HDL_API_END

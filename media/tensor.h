@@ -12,11 +12,13 @@
 #include <string>
 #include <type_traits>
 
+#include "media/api.h"
 #include "media/device.h"
 #include "media/dtype.h"
 #include "media/shape.h"
 #include "media/storage.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// Row-major (C-order) element strides for `shape`.
@@ -113,3 +115,4 @@ class Tensor {
 };
 
 }  // namespace hdl
+HDL_API_END

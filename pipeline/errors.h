@@ -8,8 +8,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "media/api.h"
 #include "media/status.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// A pipeline description is wrong: unknown operator or argument, out-of-range value, dangling
@@ -43,3 +45,4 @@ class PipelineStateError : public std::logic_error {
 };
 
 }  // namespace hdl
+HDL_API_END

@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "media/api.h"
 #include "pipeline/operator.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// A node of a built graph. Values (node outputs) are numbered densely across the graph.
@@ -55,3 +57,4 @@ class Graph {
 };
 
 }  // namespace hdl
+HDL_API_END

@@ -19,11 +19,13 @@
 #include <utility>
 #include <vector>
 
+#include "media/api.h"
 #include "media/status.h"
 #include "media/tensor.h"
 #include "pipeline/random.h"
 #include "pipeline/schema.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 class Dataset;
@@ -106,3 +108,4 @@ class SourceOperator : public Operator {
 };
 
 }  // namespace hdl
+HDL_API_END

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "media/api.h"
 #include "media/batch.h"
 #include "media/storage.h"
 #include "pipeline/errors.h"
@@ -33,6 +34,7 @@
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// What happens when a sample cannot be produced (corrupt file, unreadable path, ...).
@@ -178,3 +180,4 @@ class Pipeline::EpochRange {
 };
 
 }  // namespace hdl
+HDL_API_END

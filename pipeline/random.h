@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <string_view>
 
+#include "media/api.h"
+
+HDL_API_BEGIN
 namespace hdl {
 
 /// Philox-4x32 with 10 rounds (Salmon et al., SC'11): 4 random words for a 4-word counter.
@@ -81,3 +84,4 @@ class RandomStream {
 };
 
 }  // namespace hdl
+HDL_API_END

@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "media/api.h"
 #include "pipeline/schema.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 class OpRegistry {
@@ -62,3 +64,4 @@ OpSchema color_jitter_schema();
 OpSchema gaussian_blur_schema();
 
 }  // namespace hdl
+HDL_API_END

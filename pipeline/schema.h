@@ -18,6 +18,9 @@
 #include <variant>
 #include <vector>
 
+#include "media/api.h"
+
+HDL_API_BEGIN
 namespace hdl {
 
 class Operator;
@@ -107,3 +110,4 @@ struct OpSchema {
 };
 
 }  // namespace hdl
+HDL_API_END

@@ -19,8 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "media/api.h"
 #include "pipeline/schema.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// An output of a node in a spec: node index and output index.
@@ -80,3 +82,4 @@ class PipelineSpec {
 };
 
 }  // namespace hdl
+HDL_API_END

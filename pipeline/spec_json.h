@@ -21,8 +21,10 @@
 
 #include <string>
 
+#include "media/api.h"
 #include "pipeline/spec.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// The spec as a JSON document (pretty-printed with `indent` spaces; -1: one line).
@@ -35,3 +37,4 @@ std::string to_json(const PipelineSpec& spec, int indent = 2);
 PipelineSpec spec_from_json(const std::string& text);
 
 }  // namespace hdl
+HDL_API_END

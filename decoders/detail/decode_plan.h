@@ -10,7 +10,9 @@
 #include <cstdint>
 
 #include "decoders/decoder.h"
+#include "media/api.h"
 
+HDL_API_BEGIN
 namespace hdl::detail {
 
 /// How one request maps onto one image.
@@ -53,3 +55,4 @@ inline uint8_t luma(uint32_t r, uint32_t g, uint32_t b) {
 void rgb_to_gray(const uint8_t* src, int src_stride, uint8_t* dst, int64_t n);
 
 }  // namespace hdl::detail
+HDL_API_END

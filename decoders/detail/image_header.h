@@ -11,7 +11,9 @@
 #include <span>
 
 #include "decoders/decoder.h"
+#include "media/api.h"
 
+HDL_API_BEGIN
 namespace hdl::detail {
 
 using Bytes = std::span<const uint8_t>;
@@ -42,3 +44,4 @@ const char* jpeg_subsampling_name(int components, const int h[], const int v[]);
 int jpeg_exif_orientation(Bytes data);
 
 }  // namespace hdl::detail
+HDL_API_END

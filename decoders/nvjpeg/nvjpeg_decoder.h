@@ -30,7 +30,9 @@
 #include <string>
 
 #include "decoders/decoder.h"
+#include "media/api.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 namespace cuda {
@@ -93,3 +95,4 @@ Status nvjpeg_supports(const ImageInfo& info, const DecodeRequest& request);
 DecoderEntry nvjpeg_decoder_entry(const NvjpegDecoderOptions& options = {});
 
 }  // namespace hdl
+HDL_API_END

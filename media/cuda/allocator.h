@@ -19,8 +19,10 @@
 #include <new>
 #include <string>
 
+#include "media/api.h"
 #include "media/storage.h"
 
+HDL_API_BEGIN
 namespace hdl::cuda {
 
 /// A std::bad_alloc that says why: no device, out of memory, built without CUDA.
@@ -68,3 +70,4 @@ PinnedHostAllocator& pinned_host_allocator();
 DeviceAllocator& device_allocator(int index = 0);
 
 }  // namespace hdl::cuda
+HDL_API_END

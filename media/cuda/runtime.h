@@ -11,9 +11,11 @@
 
 #include <string>
 
+#include "media/api.h"
 #include "media/device.h"
 #include "media/status.h"
 
+HDL_API_BEGIN
 namespace hdl::cuda {
 
 /// True when this build has the CUDA backend compiled in (independent of any device).
@@ -44,3 +46,4 @@ Status require_device(Device device);
 std::string version_string();
 
 }  // namespace hdl::cuda
+HDL_API_END

@@ -14,10 +14,12 @@
 // values, so concurrent use of one object is the caller's to synchronise, as for any value.
 #pragma once
 
+#include "media/api.h"
 #include "media/device.h"
 #include "media/status.h"
 #include "media/tensor.h"
 
+HDL_API_BEGIN
 namespace hdl::cuda {
 
 class Event;
@@ -101,3 +103,4 @@ Status copy_async(const ConstTensorView& src, const TensorView& dst, Stream& str
 Result<Event> copy_async(const ConstTensorView& host_pinned, const TensorView& device, Stream& stream);
 
 }  // namespace hdl::cuda
+HDL_API_END

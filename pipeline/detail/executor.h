@@ -12,11 +12,13 @@
 #include <memory>
 #include <mutex>
 
+#include "media/api.h"
 #include "pipeline/detail/thread_budget.h"
 #include "pipeline/graph.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/readers/epoch_plan.h"
 
+HDL_API_BEGIN
 namespace hdl::detail {
 
 /// Memory an operator output uses when it is not a pipeline output: grows, never shrinks,
@@ -110,3 +112,4 @@ class Executor {
 };
 
 }  // namespace hdl::detail
+HDL_API_END

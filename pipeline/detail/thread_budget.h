@@ -4,6 +4,9 @@
 // objects, so one process-wide object is kept at the maximum any live pipeline asked for.
 #pragma once
 
+#include "media/api.h"
+
+HDL_API_BEGIN
 namespace hdl::detail {
 
 /// RAII: while alive, TBB may run at least `threads` workers besides one external thread.
@@ -19,3 +22,4 @@ class ThreadBudget {
 };
 
 }  // namespace hdl::detail
+HDL_API_END

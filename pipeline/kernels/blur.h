@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "media/api.h"
 #include "media/status.h"
 #include "media/tensor.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels {
 
 /// Kernel sizes (odd, >= 1) and standard deviations (> 0) per axis, x first like torchvision's
@@ -42,3 +44,4 @@ Status gaussian_blur(const ConstTensorView& src, const TensorView& dst,
                      const GaussianBlurOptions& options, BlurWorkspace& workspace);
 
 }  // namespace hdl::kernels
+HDL_API_END

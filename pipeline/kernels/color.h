@@ -9,9 +9,11 @@
 // Thread safety: pure, reentrant functions; concurrent calls may share `src` but not `dst`.
 #pragma once
 
+#include "media/api.h"
 #include "media/status.h"
 #include "media/tensor.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels {
 
 /// Swaps channels 0 and 2 (RGB <-> BGR) of a 3- or 4-channel HWC image of any dtype.
@@ -48,3 +50,4 @@ Status adjust_saturation(const ConstTensorView& src, const TensorView& dst, doub
 Status adjust_hue(const ConstTensorView& src, const TensorView& dst, double hue_factor);
 
 }  // namespace hdl::kernels
+HDL_API_END

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <span>
 
+#include "media/api.h"
 #include "media/status.h"
 #include "media/tensor.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels {
 
 /// The window [top, top + H) x [left, left + W) of `src` (HWC, any dtype) into `dst`
@@ -59,3 +61,4 @@ Status hwc_to_chw(const ConstTensorView& src, const TensorView& dst);
 Status chw_to_hwc(const ConstTensorView& src, const TensorView& dst);
 
 }  // namespace hdl::kernels
+HDL_API_END

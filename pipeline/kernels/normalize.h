@@ -12,10 +12,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "media/api.h"
 #include "media/shape.h"
 #include "media/status.h"
 #include "media/tensor.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels {
 
 /// out = (x / scale - mean[c]) / std[c], per channel c.
@@ -57,3 +59,4 @@ Status normalize(const ConstTensorView& src, const TensorView& dst, const Normal
 Status cast(const ConstTensorView& src, const TensorView& dst);
 
 }  // namespace hdl::kernels
+HDL_API_END

@@ -22,9 +22,11 @@
 #include <memory>
 #include <vector>
 
+#include "media/api.h"
 #include "media/status.h"
 #include "media/tensor.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels {
 
 /// The resampling filter. Python names: "nearest", "bilinear", "bicubic", "box", "lanczos".
@@ -130,3 +132,4 @@ Status resize_window(const ConstTensorView& src, PointYX src_origin, SizeHW full
                      const ResizeOptions& options, ResizeWorkspace& workspace);
 
 }  // namespace hdl::kernels
+HDL_API_END

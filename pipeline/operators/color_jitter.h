@@ -10,10 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "media/api.h"
 #include "media/status.h"
 #include "media/tensor.h"
 #include "pipeline/random.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// Factor ranges of the four adjustments, in torchvision's order brightness, contrast,
@@ -45,3 +47,4 @@ ColorJitterDraw draw_color_jitter(const ColorJitterRanges& ranges, RandomStream&
 Status apply_color_jitter(const ColorJitterDraw& draw, const ConstTensorView& src, const TensorView& dst);
 
 }  // namespace hdl
+HDL_API_END

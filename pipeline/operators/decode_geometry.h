@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "decoders/decoder.h"
+#include "media/api.h"
 #include "media/status.h"
 #include "pipeline/kernels/resize.h"
 #include "pipeline/random.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 using kernels::PointYX;
@@ -125,3 +127,4 @@ Result<DecodePlan> plan_decode(SizeHW image, const CropWindow& window, const Fus
                                int max_denom, kernels::ResizeWorkspace& ws);
 
 }  // namespace hdl
+HDL_API_END

@@ -9,10 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "media/api.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
 #include "pipeline/schema.h"
 
+HDL_API_BEGIN
 namespace hdl::ops {
 
 /// Throws ConfigError("input must be HWC <dtypes> images, got ...") unless `s` is a 3-D HWC
@@ -48,3 +50,4 @@ ArgValidator odd_positive();
 void check_fill(const std::vector<double>& fill, int64_t channels, const char* arg = "fill");
 
 }  // namespace hdl::ops
+HDL_API_END

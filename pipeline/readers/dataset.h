@@ -12,6 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "media/api.h"
+
+HDL_API_BEGIN
 namespace hdl {
 
 /// torchvision's IMG_EXTENSIONS.
@@ -60,3 +63,4 @@ class Dataset {
 };
 
 }  // namespace hdl
+HDL_API_END

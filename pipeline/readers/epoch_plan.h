@@ -19,8 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "media/api.h"
 #include "pipeline/operator.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 enum class LastBatch { kDrop, kPartial, kPad, kFill };
@@ -62,3 +64,4 @@ class EpochPlan {
 };
 
 }  // namespace hdl
+HDL_API_END

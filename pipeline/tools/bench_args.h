@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <string>
 
+#include "media/api.h"
+
+HDL_API_BEGIN
 namespace hdl::tools {
 
 struct BenchArgs {
@@ -37,3 +40,4 @@ struct BenchArgs {
 BenchArgs parse_bench_args(int argc, char** argv);
 
 }  // namespace hdl::tools
+HDL_API_END

@@ -6,9 +6,11 @@
 
 #include <string>
 
+#include "media/api.h"
 #include "pipeline/spec.h"
 #include "pipeline/tools/bench_args.h"
 
+HDL_API_BEGIN
 namespace hdl::tools {
 
 /// The spec for args.pipeline over args.data. Named pipelines output (images, labels); a JSON
@@ -22,3 +24,4 @@ inline constexpr double kImagenetMean[3] = {0.485, 0.456, 0.406};
 inline constexpr double kImagenetStd[3] = {0.229, 0.224, 0.225};
 
 }  // namespace hdl::tools
+HDL_API_END

@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "media/api.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/tools/bench_args.h"
 
+HDL_API_BEGIN
 namespace hdl::tools {
 
 using Clock = std::chrono::steady_clock;
@@ -77,3 +79,4 @@ std::string text_report(const BenchResult& r);
 std::string json_report(const BenchResult& r);
 
 }  // namespace hdl::tools
+HDL_API_END

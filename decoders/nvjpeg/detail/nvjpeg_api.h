@@ -10,8 +10,10 @@
 #include <cstddef>
 #include <string>
 
+#include "media/api.h"
 #include "media/status.h"
 
+HDL_API_BEGIN
 namespace hdl::detail {
 
 /// nvjpegImage_t: per-component plane pointers (device memory) and pitches in bytes.
@@ -47,3 +49,4 @@ const NvjpegApi* nvjpeg_api(Status* why_not);
 const char* nvjpeg_status_name(int status);
 
 }  // namespace hdl::detail
+HDL_API_END

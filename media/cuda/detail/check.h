@@ -7,8 +7,10 @@
 
 #include <string>
 
+#include "media/api.h"
 #include "media/status.h"
 
+HDL_API_BEGIN
 namespace hdl::cuda::detail {
 
 /// "what: out of memory (cudaErrorMemoryAllocation)". Clears CUDA's sticky last error for
@@ -59,3 +61,4 @@ class DeviceGuard {
 };
 
 }  // namespace hdl::cuda::detail
+HDL_API_END

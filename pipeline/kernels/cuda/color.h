@@ -10,11 +10,13 @@
 // Thread safety: reentrant; the workspace (adjust_contrast) is per stream.
 #pragma once
 
+#include "media/api.h"
 #include "media/cuda/stream.h"
 #include "media/status.h"
 #include "media/tensor.h"
 #include "pipeline/kernels/cuda/workspace.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels::cuda {
 
 /// RGB <-> BGR: swaps channels 0 and 2 of a 3- or 4-channel HWC image of any dtype.
@@ -43,3 +45,4 @@ Status adjust_hue(const ConstTensorView& src, const TensorView& dst, double hue_
                   hdl::cuda::Stream& stream);
 
 }  // namespace hdl::kernels::cuda
+HDL_API_END

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <span>
 
+#include "media/api.h"
 #include "media/cuda/stream.h"
 #include "media/status.h"
 #include "media/tensor.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels::cuda {
 
 /// Enqueues on `stream` the window [top, top + H) x [left, left + W) of `src` (HWC, any dtype,
@@ -27,3 +29,4 @@ Status flip(const ConstTensorView& src, const TensorView& dst, bool horizontal, 
             hdl::cuda::Stream& stream);
 
 }  // namespace hdl::kernels::cuda
+HDL_API_END

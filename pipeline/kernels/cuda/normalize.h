@@ -13,12 +13,14 @@
 #include <cstdint>
 #include <span>
 
+#include "media/api.h"
 #include "media/cuda/stream.h"
 #include "media/status.h"
 #include "media/tensor.h"
 #include "pipeline/kernels/cuda/workspace.h"
 #include "pipeline/kernels/normalize.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels::cuda {
 
 /// Where one sample's window starts, and whether it is mirrored (left-right).
@@ -45,3 +47,4 @@ Status crop_mirror_normalize(std::span<const ConstTensorView> srcs, std::span<co
                              DeviceWorkspace& workspace, hdl::cuda::Stream& stream);
 
 }  // namespace hdl::kernels::cuda
+HDL_API_END

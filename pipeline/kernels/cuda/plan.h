@@ -16,10 +16,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "media/api.h"
 #include "media/status.h"
 #include "pipeline/kernels/normalize.h"
 #include "pipeline/kernels/resize.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels::cuda {
 
 /// One axis of a resize: output i = sum_k weights[i * taps + k] * input[start[i] + k].
@@ -67,3 +69,4 @@ Status make_cmn_table(int channels, DType dtype, const NormalizeParams& norm, fl
                       CmnTable& table);
 
 }  // namespace hdl::kernels::cuda
+HDL_API_END

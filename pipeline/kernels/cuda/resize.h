@@ -11,12 +11,14 @@
 // Thread safety: reentrant; the workspace is per stream.
 #pragma once
 
+#include "media/api.h"
 #include "media/cuda/stream.h"
 #include "media/status.h"
 #include "media/tensor.h"
 #include "pipeline/kernels/cuda/workspace.h"
 #include "pipeline/kernels/resize.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels::cuda {
 
 /// Enqueues on `stream` the resize of `src` (HWC [H, W, C], uint8 or float32, any strides, on
@@ -29,3 +31,4 @@ Status resize(const ConstTensorView& src, const TensorView& dst, const ResizeOpt
               DeviceWorkspace& workspace, hdl::cuda::Stream& stream);
 
 }  // namespace hdl::kernels::cuda
+HDL_API_END

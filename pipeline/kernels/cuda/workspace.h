@@ -16,10 +16,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "media/api.h"
 #include "media/cuda/stream.h"
 #include "media/storage.h"
 #include "pipeline/kernels/cuda/plan.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels::cuda {
 
 class DeviceWorkspace {
@@ -48,3 +50,4 @@ class DeviceWorkspace {
 };
 
 }  // namespace hdl::kernels::cuda
+HDL_API_END

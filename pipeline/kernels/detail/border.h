@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "media/api.h"
+
+HDL_API_BEGIN
 namespace hdl::kernels::detail {
 
 /// Index `i` of a line of `n` >= 1 pixels reflected without repeating the edge pixel
@@ -30,3 +33,4 @@ inline int64_t symmetric_index(int64_t i, int64_t n) {
 inline int64_t edge_index(int64_t i, int64_t n) { return std::clamp<int64_t>(i, 0, n - 1); }
 
 }  // namespace hdl::kernels::detail
+HDL_API_END

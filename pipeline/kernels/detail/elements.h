@@ -9,9 +9,11 @@
 #include <limits>
 #include <type_traits>
 
+#include "media/api.h"
 #include "media/dtype.h"
 #include "media/tensor.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels::detail {
 
 /// Calls f.template operator()<U>() with the unsigned integer type U of the element size of `t`
@@ -59,3 +61,4 @@ int64_t offset3(const View& v, int64_t a, int64_t b, int64_t c) {
 }
 
 }  // namespace hdl::kernels::detail
+HDL_API_END

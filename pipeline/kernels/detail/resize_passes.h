@@ -17,9 +17,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "media/api.h"
 #include "pipeline/kernels/detail/resize_weights.h"
 #include "pipeline/kernels/resize.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels::detail {
 
 struct AxisTable {
@@ -391,3 +393,4 @@ void run_passes(const Plane<T>& p, int64_t in_h, const TensorView& dst, const Ax
 }
 
 }  // namespace hdl::kernels::detail
+HDL_API_END

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "media/api.h"
 #include "pipeline/kernels/resize.h"
 
+HDL_API_BEGIN
 namespace hdl::kernels::detail {
 
 /// Fills the table of one axis resized from `in` to `out` pixels: output i is
@@ -24,3 +26,4 @@ int cached_resize_weights(int64_t in, int64_t out, ResizeFilter filter, bool ant
                           std::unique_ptr<WeightTableCache, WeightTableCacheDeleter>& cache);
 
 }  // namespace hdl::kernels::detail
+HDL_API_END
