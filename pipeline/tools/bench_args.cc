@@ -35,6 +35,7 @@ options:
   --no-shuffle       read in dataset order
   --file-root DIR    root of a file list's relative paths (default: the list's folder)
   --skip-errors      replace unreadable samples (counted) instead of stopping
+  --max-failures N   with --skip-errors: failed samples tolerated in all, then stop (100)
   --json             print one JSON report on stdout
   --progress, --no-progress   force the live progress bar on stderr on / off (default: a TTY)
 )";
@@ -82,6 +83,7 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     else if (arg == "--no-shuffle") a.shuffle = false;
     else if (arg == "--file-root") a.file_root = text();
     else if (arg == "--skip-errors") a.skip_errors = true;
+    else if (arg == "--max-failures") a.max_failures = number(0), a.max_failures_given = true;
     else if (arg == "--json") a.json = true;
     else if (arg == "--progress") a.progress = 1;
     else if (arg == "--no-progress") a.progress = 0;
@@ -92,6 +94,8 @@ BenchArgs parse_bench_args(int argc, char** argv) {
   }
   if (a.pipeline.empty()) fail("PIPELINE is required");
   if (a.data.empty()) fail("DATA is required");
+  if (a.max_failures_given && !a.skip_errors)
+    fail("--max-failures needs --skip-errors (without it the first failure stops the run)");
   if (a.layout != "CHW" && a.layout != "HWC") fail("--layout must be CHW or HWC, got " + a.layout);
   return a;
 }

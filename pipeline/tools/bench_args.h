@@ -32,6 +32,8 @@ struct BenchArgs {
   int64_t jpeg_index_mb = 512;   ///< --jpeg-index-mb: image_decoder's index_cache_mb (0: off)
   bool shuffle = true;           ///< --no-shuffle
   bool skip_errors = false;      ///< --skip-errors: error policy skip instead of raise
+  int64_t max_failures = 100;    ///< --max-failures: the skip policy's failure budget
+  bool max_failures_given = false;
   bool json = false;             ///< --json: one JSON document on stdout instead of the text report
   int progress = -1;             ///< --progress / --no-progress; -1: a bar when stderr is a TTY
 };

@@ -75,6 +75,7 @@ int run(const BenchArgs& args) {
   options.prefetch_depth = args.prefetch;
   options.seed = args.seed;
   options.on_error = args.skip_errors ? ErrorPolicy::kSkip : ErrorPolicy::kRaise;
+  options.max_failures = args.max_failures;
 
   BenchResult r;
   r.args = args;
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hdl-bench: configuration error: %s\n", e.what());
     return 2;
   } catch (const hdl::DataError& e) {
-    std::fprintf(stderr, "hdl-bench: %s\n(--skip-errors replaces unreadable samples)\n", e.what());
+    std::fprintf(stderr, "hdl-bench: %s\n(--skip-errors replaces unreadable samples; --max-failures N raises its budget)\n", e.what());
     return 1;
   }
 }

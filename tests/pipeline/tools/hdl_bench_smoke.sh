@@ -73,4 +73,20 @@ expect_error 'unknown pipeline "resnet-tran"' -- resnet-tran "$L"
 expect_error 'neither a folder nor a file list' -- decode "$WORK/missing"
 expect_error 'no accelerator backend' -- decode "$L" --device cuda
 expect_error 'bad value for --batch-size' -- decode "$L" --batch-size 0
+expect_error 'needs --skip-errors' -- decode "$L" --max-failures 5
+
+# The failure budget: 8 photos and 3 unreadable files, one epoch. Under --skip-errors a budget
+# of 3 is enough (the 3 failures are counted), a budget of 2 stops the run as a data error (1).
+mkdir -p "$WORK/mixed"
+head -8 "$L" | while read -r path label; do ln -sf "$TRAIN/$path" "$WORK/mixed/$(basename "$path")"; done
+for i in 1 2 3; do printf 'not an image %d' "$i" > "$WORK/mixed/bad$i.jpg"; done
+# Each unreadable file is followed by a photo, which replaces it: one failed attempt each.
+(cd "$WORK/mixed" && ls *.JPEG | awk '{print $0, NR % 2} NR % 3 == 1 {print "bad" (NR + 2) / 3 ".jpg", 0}') > "$WORK/mixed.txt"
+"$BENCH" decode "$WORK/mixed.txt" --file-root "$WORK/mixed" --batch-size 4 --no-shuffle --skip-errors \
+  --max-failures 3 --json > "$WORK/budget.json" 2> "$WORK/budget.err" || {
+  echo "--max-failures 3 failed:"; cat "$WORK/budget.err"; exit 1; }
+"$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["failures"] == 3, r["failures"]' "$WORK/budget.json"
+set +e; "$BENCH" decode "$WORK/mixed.txt" --file-root "$WORK/mixed" --batch-size 4 --no-shuffle --skip-errors \
+  --max-failures 2 > /dev/null 2> "$WORK/budget2.err"; rc=$?; set -e
+[ "$rc" -eq 1 ] && grep -q "bad" "$WORK/budget2.err" || { echo "--max-failures 2: rc $rc"; cat "$WORK/budget2.err"; exit 1; }
 echo "hdl_bench_smoke: all ok"
