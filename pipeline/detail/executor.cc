@@ -396,6 +396,7 @@ void Executor::cancel_in_flight() {
 void Executor::reset(int64_t epoch, int64_t batch) {
   if (epoch < 0 || batch < 0) throw PipelineStateError("epoch and batch must be >= 0");
   cancel_in_flight();
+  std::lock_guard position(position_mu_);
   epoch_ = sched_epoch_ = epoch;
   next_batch_ = sched_batch_ = batch;
 }
@@ -419,8 +420,11 @@ PipelineOutput Executor::take(Job& job) {
 std::optional<PipelineOutput> Executor::next() {
   fill_pipeline();
   if (next_batch_ >= plan_for(epoch_)->num_batches()) {
-    ++epoch_;
-    next_batch_ = 0;
+    {
+      std::lock_guard position(position_mu_);
+      ++epoch_;
+      next_batch_ = 0;
+    }
     while (!in_flight_.empty() && in_flight_.front()->epoch < epoch_) in_flight_.pop_front();
     if (sched_epoch_ < epoch_) sched_epoch_ = epoch_, sched_batch_ = 0;
     fill_pipeline();
@@ -434,11 +438,14 @@ std::optional<PipelineOutput> Executor::next() {
     core_->cv.wait(lock, [&] { return job->done; });
     core_->wait_nanos += nanos_since(t0);
   }
-  ++next_batch_;
-  fill_pipeline();
-  // Failures count once the consumer gets to their batch, in batch order.
-  consumed_failures_ += job->failures.load();
+  {
+    // Failures count once the consumer gets to their batch, in batch order.
+    std::lock_guard position(position_mu_);
+    ++next_batch_;
+    consumed_failures_ += job->failures.load();
+  }
   core_->failures = consumed_failures_;
+  fill_pipeline();
   if (!job->error.is_ok()) throw DataError(job->error);
   if (core_->options.on_error == ErrorPolicy::kSkip && consumed_failures_ > core_->options.max_failures) {
     const Status& last = job->last_failure;
@@ -449,6 +456,7 @@ std::optional<PipelineOutput> Executor::next() {
 }
 
 PipelineState Executor::state() const {
+  std::lock_guard position(position_mu_);
   return PipelineState{epoch_, next_batch_, consumed_failures_, fingerprint_};
 }
 
@@ -460,6 +468,7 @@ void Executor::load_state(const PipelineState& s) {
     throw PipelineStateError("state's batch " + std::to_string(s.batches_consumed) +
                              " is past the end of epoch " + std::to_string(s.epoch));
   reset(s.epoch, s.batches_consumed);
+  std::lock_guard position(position_mu_);
   consumed_failures_ = s.failures;
   core_->failures = s.failures;
 }

@@ -98,7 +98,10 @@ class Executor {
 
   std::shared_ptr<Core> core_;
   uint64_t fingerprint_ = 0;
-  // Consumer side (one thread).
+  // Consumer side (one thread). The consumer writes the position (epoch_, next_batch_,
+  // consumed_failures_) under position_mu_ so that state(), callable from any thread, reads
+  // it whole; the consumer's own reads need no lock.
+  mutable std::mutex position_mu_;
   int64_t consumed_failures_ = 0;  // failed samples in batches handed out: the skip budget
   int64_t epoch_ = 0;
   int64_t next_batch_ = 0;   // next batch of epoch_ to hand out

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "tests/pipeline/test_ops.h"
 #include "tests/test_util.h"
@@ -293,6 +295,42 @@ TEST_F(PipelineTest, StatisticsCountOperatorsAndSamples) {
   for (const auto& op : s.operators) EXPECT_GE(op.samples, 16u);
   EXPECT_GE(s.operators[2].seconds, 16 * 100e-6 * 0.9);  // the slow op's sleeps
   EXPECT_EQ(s.failures, 0u);
+}
+
+// stats() and state() may be called from any thread while the consumer iterates, fails
+// samples and resets (the contract in pipeline.h); ThreadSanitizer runs this in CI.
+TEST_F(PipelineTest, StatsAndStateFromOtherThreadsWhileIterating) {
+  TempImageFolder folder(3, 10);
+  folder.add_dangling("class_1", "img_zzz.JPEG");
+  Pipeline pipe(slow_spec(folder.root().string(), 50),
+                {.batch_size = 4, .num_threads = 3, .prefetch_depth = 2, .seed = 5,
+                 .on_error = ErrorPolicy::kSkip, .max_failures = 1000},
+                test_registry());
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> reads{0};
+  std::vector<std::thread> watchers;
+  for (int t = 0; t < 3; ++t)
+    watchers.emplace_back([&] {
+      while (!stop.load()) {
+        const PipelineStats s = pipe.stats();
+        const PipelineState st = pipe.state();
+        EXPECT_LE(s.replaced, s.failures);
+        EXPECT_GE(st.epoch, 0);
+        reads.fetch_add(1);
+      }
+    });
+  uint64_t samples = 0;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    while (auto b = pipe.next()) samples += static_cast<uint64_t>(b->dataset_indices.size());
+    if (epoch == 1) pipe.reset(2);
+  }
+  stop = true;
+  for (auto& w : watchers) w.join();
+  const PipelineStats s = pipe.stats();
+  EXPECT_EQ(s.samples, samples);
+  EXPECT_EQ(samples, 3u * 31u);
+  EXPECT_EQ(s.failures, 3u);  // the dangling file, once per epoch
+  EXPECT_GT(reads.load(), 0);
 }
 
 TEST_F(PipelineTest, SteadyStateAllocatesNoBatchBuffers) {
