@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # README command 2: installs what is needed, builds, and runs the whole test suite:
-#   1. the GoogleTest suite (CTest) on a Release build;
+#   1. the GoogleTest suite (CTest) on a Release build made with CMake's default generator;
 #   2. the Python package's pytest suite (tests/python) against build/python;
-#   3. the GoogleTest suite under AddressSanitizer (decoders on every corpus file, early-stop races).
+#   3. the GoogleTest suite under AddressSanitizer + UndefinedBehaviorSanitizer (decoders on
+#      every corpus file, fuzz regression inputs, early-stop races, fault injection, soak);
+#   4. the executor's concurrency tests under ThreadSanitizer (.ci/tsan.sh);
+#   5. every fuzz target for FUZZ_SECONDS (default 60) each (.ci/fuzz.sh).
 # Tests use the real-media corpus from ../shared/corpus/make_corpus.sh, built once into
 # build/corpus and reused (HDL_CORPUS_DIR overrides). Without ../shared, corpus tests are
-# skipped with a visible reason. SKIP_ASAN=1 skips step 3.
+# skipped with a visible reason. SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1 skip steps 3, 4, 5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -23,7 +26,7 @@ else
   echo "test.sh: no corpus and no $CORPUS_SCRIPT: corpus tests will be skipped" >&2
 fi
 
-echo "== Release build and tests" >&2
+echo "== Release build (CMake's default generator) and tests" >&2
 BUILD_DIR=build bash .ci/build.sh -DHDL_BUILD_TESTS=ON -DHDL_BUILD_SAMPLES=ON -DHDL_BUILD_PYTHON=ON
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
 
@@ -31,9 +34,14 @@ echo "== Python tests (pytest, Debian's /usr/bin/python3 with torch)" >&2
 PYTHONPATH="$ROOT/build/python" /usr/bin/python3 -m pytest "$ROOT/tests/python" -q
 
 if [ "${SKIP_ASAN:-0}" != 1 ]; then
-  echo "== AddressSanitizer build and tests" >&2
-  BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo bash .ci/build.sh -DHDL_SANITIZE=address \
-    -DHDL_BUILD_TESTS=ON -DHDL_BUILD_PYTHON=OFF -DHDL_BUILD_SAMPLES=OFF
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests" >&2
+  BUILD_DIR=build-asan GENERATOR=Ninja BUILD_TYPE=RelWithDebInfo bash .ci/build.sh \
+    -DHDL_SANITIZE=address,undefined -DHDL_BUILD_TESTS=ON -DHDL_BUILD_PYTHON=OFF -DHDL_BUILD_SAMPLES=OFF
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 1800
+fi
+
+if [ "${SKIP_TSAN:-0}" != 1 ]; then
+  echo "== ThreadSanitizer: the executor's concurrency tests" >&2
+  bash .ci/tsan.sh
 fi
