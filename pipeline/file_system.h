@@ -21,8 +21,10 @@
 #include <memory>
 #include <string>
 
+#include "media/api.h"
 #include "media/status.h"
 
+HDL_API_BEGIN
 namespace hdl {
 
 /// An open file, read at explicit offsets (non-owning of any caller memory).
@@ -59,3 +61,4 @@ Status errno_status(int err);
 Status read_exactly(const RandomAccessFile& file, int64_t offset, int64_t n, void* dst);
 
 }  // namespace hdl
+HDL_API_END
