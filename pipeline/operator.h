@@ -29,6 +29,7 @@ HDL_API_BEGIN
 namespace hdl {
 
 class Dataset;
+class FileSystem;
 
 /// What is known of a tensor before data is seen: dtype, layout and shape, where a dim of -1
 /// is not known until run time. A fully known shape makes the output batch dense.
@@ -71,6 +72,9 @@ class SampleIO {
   virtual RandomStream& rng() = 0;
   /// This operator's state on this thread (from Operator::make_state), or nullptr.
   virtual OpState* state() = 0;
+  /// Where files are read from (PipelineOptions::file_system, or the real file system); readers
+  /// open every sample's file through it. Shared by all threads (see pipeline/file_system.h).
+  virtual FileSystem& file_system() = 0;
 
   /// The per-sample scalar bound to `name` (first element, as double), or `fallback`.
   double scalar_arg(std::string_view name, double fallback) const;

@@ -44,6 +44,7 @@ struct Executor::Core {
   Core(const PipelineSpec& spec, const PipelineOptions& opts, const OpRegistry& registry)
       : graph(Graph::build(spec, registry)),
         options(opts),
+        file_system(opts.file_system ? opts.file_system : posix_file_system()),
         threads(resolve_threads(opts.num_threads)),
         budget(threads),
         arena(threads, 0),
@@ -57,6 +58,7 @@ struct Executor::Core {
 
   Graph graph;
   PipelineOptions options;
+  std::shared_ptr<FileSystem> file_system;  // never null
   int threads;
   ThreadBudget budget;
   tbb::task_arena arena;
@@ -116,6 +118,7 @@ class SampleRun final : public SampleIO {
     }
     return ws_.states[node_index_].get();
   }
+  FileSystem& file_system() override { return *core_.file_system; }
 
   Result<TensorView> output(int i, const Shape& shape, DType dtype, Layout layout) override {
     const int value = node_->outputs[i];

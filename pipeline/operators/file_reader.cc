@@ -1,12 +1,6 @@
 // file_reader: the reader of image datasets (ImageFolder tree or file list).
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "pipeline/errors.h"
+#include "pipeline/file_system.h"
 #include "pipeline/operator.h"
 #include "pipeline/readers/dataset.h"
 #include "pipeline/readers/epoch_plan.h"
@@ -16,32 +10,13 @@
 namespace hdl {
 namespace {
 
-// Reads a whole file into memory obtained from `io` (one copy: page cache -> output).
+// Reads a whole file through the pipeline's FileSystem into memory obtained from `io`: one
+// copy (page cache -> the output batch's slot), short reads looped, a shrinking file an error.
 Status read_whole_file(const std::string& path, SampleIO& io) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    return err == ENOENT ? Status::not_found(std::strerror(err)) : Status::io_error(std::strerror(err));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return Status::io_error(std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return Status::io_error("not a regular file");
-  const int64_t size = st.st_size;
+  HDL_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, io.file_system().open(path));
+  const int64_t size = file->size();
   HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{size}, DType::kU8, Layout::kNone));
-  auto* p = static_cast<char*>(out.data);
-  int64_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, p + done, static_cast<size_t>(size - done), done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::io_error(std::strerror(errno));
-    if (n == 0) return Status::io_error("file shrank while being read");
-    done += n;
-  }
-  return Status::ok();
+  return read_exactly(*file, 0, size, out.data);
 }
 
 class FileReader final : public SourceOperator {

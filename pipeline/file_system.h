@@ -1,0 +1,64 @@
+// FileSystem: the seam through which the pipeline reads sample files.
+//
+// Modelled on LevelDB's Env: readers never call open()/pread() themselves but go through an
+// abstract FileSystem, so a test (or a user with an object store, a FUSE mount that needs
+// special handling, a read-ahead cache) can put another implementation underneath without
+// touching an operator. PipelineOptions::file_system picks one; null means posix_file_system().
+// The fault-injection tests (tests/pipeline/fault_injection_test.cc) wrap the real one to
+// return EIO, short reads, vanishing, shrinking and unreadable files.
+//
+// Errors are Status values (never exceptions), with the operating system's words ("Input/output
+// error", "Permission denied"); the path is not repeated, because the executor puts operator,
+// sample index and path in front of every message.
+//
+// Thread safety: FileSystem::open may be called concurrently from any number of threads, on
+// the same or different paths. A RandomAccessFile's read() is const and may be called
+// concurrently (it is a pread, with no shared file offset); the object itself must outlive
+// its calls and is owned by whoever opened it. Implementations must keep these guarantees.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "media/api.h"
+#include "media/status.h"
+
+HDL_API_BEGIN
+namespace hdl {
+
+/// An open file, read at explicit offsets (non-owning of any caller memory).
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  /// The file's size in bytes when it was opened (it may change later; read() tells).
+  virtual int64_t size() const = 0;
+  /// Reads up to `n` bytes at `offset` into `dst` (which has room for n), like pread: returns
+  /// the number of bytes read, which may be fewer than n (a short read is legal; callers loop)
+  /// and is 0 only at or past the end of the file. An error is a Status (kIoError, ...).
+  virtual Result<int64_t> read(int64_t offset, int64_t n, void* dst) const = 0;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+  /// Opens `path` (a regular file) for reading. Errors: kNotFound when it does not exist,
+  /// kIoError for anything else (permission, not a regular file, ...).
+  virtual Result<std::unique_ptr<RandomAccessFile>> open(const std::string& path) = 0;
+};
+
+/// The real file system: open(2) with O_CLOEXEC, fstat for the size, pread(2) (EINTR retried).
+/// One shared instance; never null.
+std::shared_ptr<FileSystem> posix_file_system();
+
+/// The Status for an errno value as the real file system reports it: ENOENT is kNotFound,
+/// anything else kIoError, with strerror's words as the message.
+Status errno_status(int err);
+
+/// Reads exactly `n` bytes at `offset` into `dst`, looping over short reads. A read that
+/// returns 0 before `n` bytes is the file having shrunk: kIoError "file shrank while being
+/// read (got X of N bytes)".
+Status read_exactly(const RandomAccessFile& file, int64_t offset, int64_t n, void* dst);
+
+}  // namespace hdl
+HDL_API_END
