@@ -8,14 +8,13 @@
 # frames), so instead this builds Debian's own oneTBB source (the installed version, from
 # Debian's source archive) with -fsanitize=thread once, into build-tsan-tbb/, and links the TSan
 # build of the tests against it. See docs/RELIABILITY.md.
-# Usage: .ci/tsan.sh [gtest filter]   (TSAN_FILTER overrides the default set)
+# Usage: .ci/tsan.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 TBB_WORK=$ROOT/build-tsan-tbb
 TBB_PREFIX=$TBB_WORK/install
-FILTER=${1:-${TSAN_FILTER:-PipelineTest.*:FaultInjection*:Fault*}}
 
 if [ ! -f "$TBB_PREFIX/lib/cmake/TBB/TBBConfig.cmake" ]; then
   version=$(dpkg-query -W -f='${source:Version}' libtbb-dev 2>/dev/null || true)
@@ -24,9 +23,9 @@ if [ ! -f "$TBB_PREFIX/lib/cmake/TBB/TBBConfig.cmake" ]; then
   rm -rf "$TBB_WORK" && mkdir -p "$TBB_WORK/lists/partial" "$TBB_WORK/src"
   # Debian's source archive for the installed release, without touching the system's apt lists.
   suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-  printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    "$suite" > "$TBB_WORK/sources"
-  apt_opts=(-o Dir::Etc::SourceList="$TBB_WORK/sources" -o Dir::Etc::SourceParts=/nonexistent
+  echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main" \
+    > "$TBB_WORK/sources.list"
+  apt_opts=(-o Dir::Etc::SourceList="$TBB_WORK/sources.list" -o Dir::Etc::SourceParts=/nonexistent
             -o Dir::State::Lists="$TBB_WORK/lists" -o APT::Sandbox::User=root -qq)
   apt-get "${apt_opts[@]}" update
   (cd "$TBB_WORK/src" && apt-get "${apt_opts[@]}" source --download-only "onetbb=$version" >/dev/null)
@@ -39,11 +38,18 @@ if [ ! -f "$TBB_PREFIX/lib/cmake/TBB/TBBConfig.cmake" ]; then
   cmake --install "$TBB_WORK/build" >/dev/null
 fi
 
-BUILD_DIR=build-tsan GENERATOR=Ninja BUILD_TYPE=RelWithDebInfo TARGETS=pipeline_test bash .ci/build.sh \
+BUILD_DIR=build-tsan GENERATOR=Ninja BUILD_TYPE=RelWithDebInfo \
+  TARGETS="pipeline_test fault_injection_test soak_test" bash .ci/build.sh \
   -DHDL_SANITIZE=thread -DHDL_CUDA=OFF -DHDL_BUILD_PYTHON=OFF -DHDL_BUILD_SAMPLES=OFF \
   -DHDL_BUILD_TOOLS=OFF -DHDL_BUILD_TESTS=ON -DTBB_DIR="$TBB_PREFIX/lib/cmake/TBB"
 ldd build-tsan/tests/pipeline/pipeline_test | grep -q "$TBB_PREFIX" ||
-  { echo "tsan.sh: pipeline_test is not linked against the instrumented TBB" >&2; exit 1; }
-echo "tsan.sh: pipeline_test --gtest_filter=$FILTER under ThreadSanitizer" >&2
-TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4" \
-  build-tsan/tests/pipeline/pipeline_test --gtest_filter="$FILTER"
+  { echo "tsan.sh: the tests are not linked against the instrumented TBB" >&2; exit 1; }
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+t=build-tsan/tests/pipeline
+# The executor's own tests (early stop under load, reset, resume, error policy and budget,
+# external orders, stats and state read from other threads), then fault injection and a
+# shortened soak (interrupted, resumed epochs with changing thread counts).
+"$t/pipeline_test" --gtest_filter='PipelineTest.*:FileSystem*'
+"$t/fault_injection_test"
+HDL_SOAK_EPOCHS=${HDL_SOAK_EPOCHS:-6} "$t/soak_test"
+echo "tsan.sh: ThreadSanitizer found no race" >&2
