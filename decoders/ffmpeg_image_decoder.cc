@@ -109,7 +109,9 @@ AVCodecID codec_for(const std::string& format) {
 // its PNG decoder inflates iCCP and zTXt (and iTXt) payloads into a buffer without a size
 // limit, so a 1 MB chunk of compressed zeros costs a 1 GB allocation (an inflate bomb that
 // max_pixels cannot see). Dropping them changes no pixel (we do no colour management, as
-// Pillow's convert("RGB") does none). tEXt goes too: metadata only. Chunks are copied whole,
+// Pillow's convert("RGB") does none). tEXt goes too: metadata only. So do APNG's animation
+// chunks (acTL, fcTL, fdAT): the still image is the IDAT one, as Pillow's first frame is, and
+// no FFmpeg version can be led into decoding other frames. Chunks are copied whole,
 // so the others keep their CRCs; a chunk that runs past the end is copied as it is (FFmpeg
 // reports the damage). Returns the bytes written (at most data.size()).
 size_t copy_png_without_metadata(std::span<const uint8_t> data, uint8_t* dst) {
@@ -124,8 +126,8 @@ size_t copy_png_without_metadata(std::span<const uint8_t> data, uint8_t* dst) {
     const size_t total = 12 + len;  // length, type, payload, CRC
     if (len > data.size() - in - 12) break;
     const uint8_t* type = data.data() + in + 4;
-    const bool drop = std::memcmp(type, "iCCP", 4) == 0 || std::memcmp(type, "zTXt", 4) == 0 ||
-                      std::memcmp(type, "iTXt", 4) == 0 || std::memcmp(type, "tEXt", 4) == 0;
+    bool drop = false;
+    for (const char* t : {"iCCP", "zTXt", "iTXt", "tEXt", "acTL", "fcTL", "fdAT"}) drop |= std::memcmp(type, t, 4) == 0;
     if (!drop) {
       std::memmove(dst + out, data.data() + in, total);
       out += total;

@@ -295,13 +295,18 @@ TEST(HostileScans, RestartMarkersAndJunkMarkersEndQuickly) {
   EXPECT_TRUE(decode_status(real).is_ok());
   EXPECT_TRUE(decode_status(real, roi).is_ok());
 
-  // 2 MB of markers after the scan header: RST0..7 cycling, then stray markers (FF 01, FF C8...).
-  const auto segs = jpeg_segments(real);
+  // 1-1.5 MB of markers after the scan header of a file without restart interval (so a region
+  // decode runs the entry-point index pass over them too): RST0..7 cycling, RSTs between
+  // stuffed zeros, stray markers (FF 01, FF C8).
+  const std::string plain_rel = "jpeg/ok/rs_tower_444.jpg";
+  const Bytes plain = corpus_file(plain_rel);
+  HDL_REQUIRE_FILE(plain, plain_rel);
+  const auto segs = jpeg_segments(plain);
   ASSERT_EQ(segs.back().second, 0xDA);
   const size_t sos = segs.back().first;
-  const size_t data = sos + 2 + (size_t(real[sos + 2]) << 8 | real[sos + 3]);
+  const size_t data = sos + 2 + (size_t(plain[sos + 2]) << 8 | plain[sos + 3]);
   for (int kind = 0; kind < 3; ++kind) {
-    Bytes junk(real.begin(), real.begin() + data);
+    Bytes junk(plain.begin(), plain.begin() + data);
     for (int i = 0; i < (1 << 19); ++i) {
       junk.push_back(0xFF);
       junk.push_back(kind == 0 ? uint8_t(0xD0 + (i & 7)) : kind == 1 ? uint8_t(0xD0 + ((i * 3) & 7)) : uint8_t(0x01 + (i & 1) * 0xC7));
@@ -327,8 +332,8 @@ TEST(HostileScans, RestartMarkersAndJunkMarkersEndQuickly) {
 // would make 1 GB): FFmpeg would inflate them into buffers without a size limit; the decoder
 // drops them unread and the pixels are those of the file without them. A third chunk, an
 // iCCP whose zlib stream is corrupt, shows they are not inflated: FFmpeg fails the whole
-// image on it.
-TEST(HostilePng, MetadataInflateBombIsNotInflated) {
+// image on it. APNG frames (100 fdAT chunks of the same bomb) are not decoded either.
+TEST(HostilePng, MetadataAndAnimationBombsAreNotInflated) {
   std::vector<Bytes> pngs;
   for (const auto& row : testing::manifest_files("ok", "png/"))
     if (pngs.empty()) pngs.push_back(corpus_file(row.file));
@@ -343,7 +348,17 @@ TEST(HostilePng, MetadataInflateBombIsNotInflated) {
   const Bytes corrupt_iccp = {'x', 0, 0, 0x78, 0xDA, 0xFF, 0xFF, 0xFF, 0xFF};
   for (const Bytes& c : {png_chunk("iCCP", iccp), png_chunk("zTXt", ztxt), png_chunk("iCCP", corrupt_iccp)})
     bomb.insert(bomb.end(), c.begin(), c.end());
-  bomb.insert(bomb.end(), real.begin() + 33, real.end());
+  // APNG: an animation control chunk claiming 100,000 frames and 100 frames of inflate bomb.
+  Bytes actl(8, 0);
+  put_be32(actl, 0, 100000);
+  const Bytes actl_chunk = png_chunk("acTL", actl);
+  bomb.insert(bomb.end(), actl_chunk.begin(), actl_chunk.end());
+  bomb.insert(bomb.end(), real.begin() + 33, real.end() - 12);  // up to IEND
+  Bytes fdat = {0, 0, 0, 1};
+  fdat.insert(fdat.end(), zeros.begin(), zeros.end());
+  const Bytes fdat_chunk = png_chunk("fdAT", fdat);
+  for (int i = 0; i < 100; ++i) bomb.insert(bomb.end(), fdat_chunk.begin(), fdat_chunk.end());
+  bomb.insert(bomb.end(), real.end() - 12, real.end());
 
   DecoderSet set;
   auto want = decode_with(set, real, {});
