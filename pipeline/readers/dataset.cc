@@ -128,8 +128,8 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' |
 void Dataset::add_list_line(std::string_view line, const std::string& list_path, int64_t line_no) {
   const auto where = [&] { return "file_list \"" + list_path + "\" line " + std::to_string(line_no); };
   if (line.size() > kMaxListLineBytes)
-    throw ConfigError(where() + ": line is " + std::to_string(line.size()) + " bytes, over the limit of " +
-                      std::to_string(kMaxListLineBytes) + " (not a file list?)");
+    throw ConfigError(where() + ": line is longer than the limit of " + std::to_string(kMaxListLineBytes) +
+                      " bytes (not a file list?)");
   if (line_no == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);  // UTF-8 byte order mark
   while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
   while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
