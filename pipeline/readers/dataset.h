@@ -35,11 +35,11 @@ class Dataset {
   /// LF or CRLF line ends; a UTF-8 byte order mark is skipped). Paths are relative to `root`
   /// (default: the list's directory). Throws ConfigError naming the list and the line (its
   /// bytes shown escaped and cut to 80) for: a line without a label, a label that is not a
-  /// decimal integer or is outside int64, a NUL byte or other control character (a lone CR:
-  /// CR line endings), a line over kMaxListLineBytes, a path over kMaxListPathBytes. Accepted
-  /// as they are: negative labels (e.g. -1 for unlabelled samples) and paths that are not
-  /// valid UTF-8 (Linux file names are bytes). Linear time; memory about the paths' bytes
-  /// plus 16 bytes per entry.
+  /// decimal integer or is outside int64, a NUL byte, a CR inside a line (CR line endings), a
+  /// line over kMaxListLineBytes, a path over kMaxListPathBytes. Accepted as they are:
+  /// negative labels (e.g. -1 for unlabelled samples), paths that are not valid UTF-8 or hold
+  /// other control bytes (Linux file names are bytes). Linear time; memory about the paths'
+  /// bytes plus 16 bytes per entry.
   static Dataset file_list(const std::string& list_path, const std::string& root = "");
   static constexpr size_t kMaxListLineBytes = size_t(64) << 10;
   static constexpr size_t kMaxListPathBytes = 4095;  // PATH_MAX (4096) less the terminating NUL
