@@ -70,6 +70,12 @@ struct DecodeRequest {
   int64_t min_height = 0;
   /// Refuse images with more pixels than this before any large allocation (decompression bombs).
   int64_t max_pixels = int64_t(1) << 28;
+  /// Refuse JPEGs with more scans than this (kResourceExhausted, "too many scans"), counted as
+  /// libjpeg reads them, before the excess scans are decoded. A progressive decoder re-walks
+  /// the whole coefficient buffer for every scan, so a small hostile file with thousands of
+  /// scans costs minutes; real progressive files have about 10. 500 is libjpeg-turbo's own
+  /// choice (its fuzzers' TJPARAM_SCANLIMIT). 0: no limit.
+  int max_scans = 500;
   /// A truncated or partly corrupt image: true returns what was decoded (rest grey) with
   /// DecodeReport::partial set; false makes it an error.
   bool allow_partial = false;

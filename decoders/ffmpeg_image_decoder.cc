@@ -105,6 +105,42 @@ AVCodecID codec_for(const std::string& format) {
   return AV_CODEC_ID_NONE;
 }
 
+// Copies a PNG to `dst` without the chunks FFmpeg would inflate for metadata we never use:
+// its PNG decoder inflates iCCP and zTXt (and iTXt) payloads into a buffer without a size
+// limit, so a 1 MB chunk of compressed zeros costs a 1 GB allocation (an inflate bomb that
+// max_pixels cannot see). Dropping them changes no pixel (we do no colour management, as
+// Pillow's convert("RGB") does none). tEXt goes too: metadata only. So do APNG's animation
+// chunks (acTL, fcTL, fdAT): the still image is the IDAT one, as Pillow's first frame is, and
+// no FFmpeg version can be led into decoding other frames. Chunks are copied whole,
+// so the others keep their CRCs; a chunk that runs past the end is copied as it is (FFmpeg
+// reports the damage). Returns the bytes written (at most data.size()).
+size_t copy_png_without_metadata(std::span<const uint8_t> data, uint8_t* dst) {
+  auto be32 = [&](size_t at) {
+    return uint32_t(data[at]) << 24 | uint32_t(data[at + 1]) << 16 | uint32_t(data[at + 2]) << 8 | data[at + 3];
+  };
+  constexpr size_t kSignature = 8;
+  std::memcpy(dst, data.data(), std::min(kSignature, data.size()));
+  size_t in = kSignature, out = kSignature;
+  while (in + 12 <= data.size()) {
+    const size_t len = be32(in);
+    const size_t total = 12 + len;  // length, type, payload, CRC
+    if (len > data.size() - in - 12) break;
+    const uint8_t* type = data.data() + in + 4;
+    bool drop = false;
+    for (const char* t : {"iCCP", "zTXt", "iTXt", "tEXt", "acTL", "fcTL", "fdAT"}) drop |= std::memcmp(type, t, 4) == 0;
+    if (!drop) {
+      std::memmove(dst + out, data.data() + in, total);
+      out += total;
+    }
+    in += total;
+  }
+  if (in < data.size()) {
+    std::memcpy(dst + out, data.data() + in, data.size() - in);
+    out += data.size() - in;
+  }
+  return out;
+}
+
 std::string av_error_text(int err) {
   char buf[AV_ERROR_MAX_STRING_SIZE] = {};
   av_strerror(err, buf, sizeof(buf));
@@ -141,8 +177,17 @@ class FfmpegImageDecoder final : public ImageDecoder {
     HDL_RETURN_IF_ERROR(detail::parse_image_header(data, &info));
     HDL_ASSIGN_OR_RETURN(DecodePlan plan, detail::plan_decode(info, request, 1));
     HDL_RETURN_IF_ERROR(detail::check_output(out, plan));
+    // FFmpeg's mjpeg has no scan limit; libjpeg-turbo's (JpegDecoder) is checked as it reads.
+    if (info.format == "jpeg" && request.max_scans > 0 &&
+        detail::count_jpeg_scans(data, request.max_scans) > request.max_scans)
+      return Status::resource_exhausted("too many scans: more than max_scans (" +
+                                        std::to_string(request.max_scans) + ")");
     HDL_ASSIGN_OR_RETURN(AVCodecContext * ctx, context_for(info.format));
-    ctx->max_pixels = request.max_pixels;
+    // FFmpeg refuses frames over max_pixels before allocating them. Not just the request's
+    // limit: the size our header parser saw (plus FFmpeg's stride alignment), so a file whose
+    // bitstream declares more than its header (a WebP canvas of 1x1 around a 16384x16384
+    // VP8L image) is refused before allocation too, not after, by check_frame.
+    ctx->max_pixels = std::min<int64_t>(request.max_pixels, (info.width + 128) * (info.height + 16));
     Status s = decode_frame(ctx, data);
     if (s.is_ok()) s = check_frame(info);
     if (s.is_ok()) s = write_window(plan, request.color, out);
@@ -184,12 +229,17 @@ class FfmpegImageDecoder final : public ImageDecoder {
     if (!input_ || size_t(input_->size) < padded) {
       if (av_buffer_realloc(&input_, padded) < 0) return Status::resource_exhausted("out of memory");
     }
-    std::memcpy(input_->data, data.data(), data.size());
-    std::memset(input_->data + data.size(), 0, AV_INPUT_BUFFER_PADDING_SIZE);
+    size_t size = data.size();
+    if (ctx->codec_id == AV_CODEC_ID_PNG) {
+      size = copy_png_without_metadata(data, input_->data);
+    } else {
+      std::memcpy(input_->data, data.data(), data.size());
+    }
+    std::memset(input_->data + size, 0, AV_INPUT_BUFFER_PADDING_SIZE);
     packet_->buf = av_buffer_ref(input_);
     if (!packet_->buf) return Status::resource_exhausted("out of memory");
     packet_->data = input_->data;
-    packet_->size = int(data.size());
+    packet_->size = int(size);
     packet_->flags = AV_PKT_FLAG_KEY;  // else the PNG decoder adds the previous image (APNG P-frame)
     int err = avcodec_send_packet(ctx, packet_);
     if (err >= 0) {

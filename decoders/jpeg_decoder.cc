@@ -34,11 +34,13 @@ struct ErrorState {
   char warning[JMSG_LENGTH_MAX];  // the first warning, or the first one that lost data
   bool data_lost = false;
   int warnings = 0;
-  int max_scans = 0;
+  int max_scans = 0;       // of the request being decoded; 0: no limit
+  bool over_limit = false; // the error is a limit of the request (kResourceExhausted)
 
   void reset() {
     message[0] = warning[0] = '\0';
     code = 0;
+    over_limit = false;
     data_lost = false;
     warnings = 0;
     pub.num_warnings = 0;
@@ -76,12 +78,16 @@ void on_emit_message(j_common_ptr cinfo, int level) {
 
 void on_output_message(j_common_ptr) {}
 
+// Called by libjpeg once per iMCU row it absorbs (jpeg_start_decompress reads every scan of a
+// multi-scan file before the first row comes out) and once per output row: a scan is counted
+// when its SOS marker has been read, before its entropy data is decoded.
 void on_progress(j_common_ptr cinfo) {
   auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
   ErrorState* s = state(cinfo);
-  if (d->input_scan_number > s->max_scans) {
-    std::snprintf(s->message, sizeof(s->message), "more than %d progressive scans", s->max_scans);
+  if (s->max_scans > 0 && d->input_scan_number > s->max_scans) {
+    std::snprintf(s->message, sizeof(s->message), "too many scans: more than max_scans (%d)", s->max_scans);
     s->code = JMSG_LASTMSGCODE;
+    s->over_limit = true;
     longjmp(s->jump, 1);
   }
 }
@@ -124,7 +130,6 @@ class JpegDecoder final : public ImageDecoder {
     err_.pub.error_exit = on_error_exit;
     err_.pub.emit_message = on_emit_message;
     err_.pub.output_message = on_output_message;
-    err_.max_scans = options.max_scans;
     err_.reset();
     if (setjmp(err_.jump)) return;  // out of memory: created_ stays false
     jpeg_create_decompress(&cinfo_);
@@ -164,6 +169,7 @@ class JpegDecoder final : public ImageDecoder {
       return plan.status();
     }
     slack_columns_ = request.slack_columns;
+    err_.max_scans = request.max_scans;
     if (request.index_cache) {
       bool header_replaced = false;
       if (auto done = decode_indexed(data, request, *plan, out, &header_replaced)) return std::move(*done);
@@ -229,7 +235,7 @@ class JpegDecoder final : public ImageDecoder {
 
   Status error_status() const {
     if (is_unsupported(err_.code)) return Status::unsupported(err_.message);
-    if (err_.code == JERR_OUT_OF_MEMORY) return Status::resource_exhausted(err_.message);
+    if (err_.code == JERR_OUT_OF_MEMORY || err_.over_limit) return Status::resource_exhausted(err_.message);
     return Status::invalid_data(err_.message);
   }
 

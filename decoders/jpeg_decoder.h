@@ -35,9 +35,6 @@ struct JpegDecoderOptions {
   /// pixels (exact); true takes the JPEG's Y plane (skips chroma work; differs by up to ~20
   /// levels on saturated colours).
   bool gray_from_luma = false;  // default: exact
-  /// Progressive files with more scans than this are refused (kInvalidData): hostile files
-  /// with thousands of tiny scans otherwise take minutes.
-  int max_scans = 1000;
 };
 
 /// A new libjpeg-turbo decoder. name() is "libjpeg-turbo".

@@ -1,6 +1,8 @@
 #include "pipeline/spec_json.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -50,6 +52,56 @@ Json ref_to_json(const PipelineSpec& spec, TensorRef r, const std::string& where
   throw ConfigError(path + ": " + what);
 }
 
+// Text from the document quoted in a message, cut short: a hostile spec may hold megabytes.
+std::string quoted(const std::string& s) {
+  constexpr size_t kShown = 80;
+  std::string out = "\"";
+  out.append(s, 0, kShown);
+  out += '"';
+  if (s.size() > kShown) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+
+// Rejects nesting deeper than kSpecMaxDepth before nlohmann-json sees the text (its dump(),
+// copies and comparisons recurse; a spec is 5 levels deep). Linear, string-aware.
+void check_depth(const std::string& text) {
+  int depth = 0;
+  int64_t line = 1;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '\n') ++line;
+    else if (c == '[' || c == '{') {
+      if (++depth > kSpecMaxDepth)
+        fail("$", "nested deeper than " + std::to_string(kSpecMaxDepth) + " levels (byte " +
+                      std::to_string(i) + ", line " + std::to_string(line) + ")");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+// A JSON integer as int64 (nlohmann keeps integers above INT64_MAX as unsigned).
+int64_t to_int64(const Json& j, const std::string& path) {
+  if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    fail(path, "integer " + j.dump() + " is out of range (at most 9223372036854775807)");
+  return j.get<int64_t>();
+}
+
+// A JSON number as a finite double. nlohmann-json refuses literals past a double (1e400)
+// while parsing; this keeps a non-finite value, which to_json could not write back, out anyway.
+double to_double(const Json& j, const std::string& path) {
+  const double d = j.get<double>();
+  if (!std::isfinite(d)) fail(path, "number is out of range for a float (at most about 1.8e308)");
+  return d;
+}
+
 const char* kind_of(const Json& j) {
   switch (j.type()) {
     case Json::value_t::null: return "null";
@@ -84,8 +136,8 @@ const Json* optional_member(const Json& obj, const std::string& path, const char
 
 ArgValue arg_from_json(const Json& j, const std::string& path) {
   if (j.is_boolean()) return ArgValue(j.get<bool>());
-  if (j.is_number_integer()) return ArgValue(j.get<int64_t>());
-  if (j.is_number_float()) return ArgValue(j.get<double>());
+  if (j.is_number_integer()) return ArgValue(to_int64(j, path));
+  if (j.is_number_float()) return ArgValue(to_double(j, path));
   if (j.is_string()) return ArgValue(j.get<std::string>());
   if (!j.is_array()) fail(path, std::string("expected a bool, number, string or list, got ") + kind_of(j));
   if (j.empty()) return ArgValue(std::vector<int64_t>{});
@@ -104,13 +156,16 @@ ArgValue arg_from_json(const Json& j, const std::string& path) {
       fail(path + "[" + std::to_string(i) + "]", std::string("expected a number, got ") + kind_of(j[i]));
     any_float |= j[i].is_number_float();
   }
+  const auto at = [&](size_t i) { return path + "[" + std::to_string(i) + "]"; };
   if (any_float) {
     std::vector<double> out;
-    for (const auto& e : j) out.push_back(e.get<double>());
+    out.reserve(j.size());
+    for (size_t i = 0; i < j.size(); ++i) out.push_back(to_double(j[i], at(i)));
     return ArgValue(std::move(out));
   }
   std::vector<int64_t> out;
-  for (const auto& e : j) out.push_back(e.get<int64_t>());
+  out.reserve(j.size());
+  for (size_t i = 0; i < j.size(); ++i) out.push_back(to_int64(j[i], at(i)));
   return ArgValue(std::move(out));
 }
 
@@ -118,7 +173,7 @@ Stage stage_from_name(const std::string& s, const std::string& path) {
   if (s == "cpu") return Stage::kCpu;
   if (s == "mixed") return Stage::kMixed;
   if (s == "gpu" || s == "device") return Stage::kDevice;
-  fail(path, "stage must be \"cpu\", \"mixed\" or \"gpu\", got \"" + s + "\"");
+  fail(path, "stage must be \"cpu\", \"mixed\" or \"gpu\", got " + quoted(s));
 }
 
 // A {"node": name, "output": i} reference; node names resolve to indices in `index`.
@@ -126,12 +181,16 @@ TensorRef ref_from_json(const Json& j, const std::string& path, const std::map<s
   if (!j.is_object()) fail(path, std::string("expected {\"node\": name, \"output\": index}, got ") + kind_of(j));
   const std::string& node = member(j, path, "node", Json::value_t::string, "a node name").get_ref<const std::string&>();
   auto it = index.find(node);
-  if (it == index.end()) fail(path + ".node", "no node named \"" + node + "\"");
+  if (it == index.end()) fail(path + ".node", "no node named " + quoted(node));
   int output = 0;
   if (auto o = j.find("output"); o != j.end()) {
-    if (!o->is_number_integer() || o->get<int64_t>() < 0)
-      fail(path + ".output", std::string("expected an output index >= 0, got ") + o->dump());
-    output = o->get<int>();
+    const bool ok = o->is_number_integer() && !o->is_number_unsigned()
+                        ? o->get<int64_t>() >= 0 && o->get<int64_t>() <= std::numeric_limits<int>::max()
+                        : o->is_number_unsigned() && o->get<uint64_t>() <= uint64_t(std::numeric_limits<int>::max());
+    if (!ok)
+      fail(path + ".output", std::string("expected an output index in [0, 2147483647], got ") +
+                                 (o->is_number() ? o->dump() : kind_of(*o)));
+    output = static_cast<int>(o->get<int64_t>());
   }
   return {it->second, output};
 }
@@ -169,17 +228,24 @@ std::string to_json(const PipelineSpec& spec, int indent) {
 }
 
 PipelineSpec spec_from_json(const std::string& text) {
+  if (text.size() > kSpecMaxBytes)
+    fail("$", "spec is " + std::to_string(text.size()) + " bytes, over the limit of " +
+                  std::to_string(kSpecMaxBytes) + " (kSpecMaxBytes)");
+  check_depth(text);
   Json doc;
   try {
     doc = Json::parse(text);
   } catch (const Json::parse_error& e) {
     // e.byte is the position; nlohmann's message says what it expected there.
     throw ConfigError("$: not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+  } catch (const Json::exception& e) {
+    // out_of_range 406: a number literal past a double ("number overflow parsing '1e400'").
+    throw ConfigError(std::string("$: not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) fail("$", std::string("expected an object, got ") + kind_of(doc));
   if (auto f = optional_member(doc, "$", "format", &Json::is_string, "a string"))
     if (f->get<std::string>() != kFormat)
-      fail("$.format", "expected \"" + std::string(kFormat) + "\", got \"" + f->get<std::string>() + "\"");
+      fail("$.format", "expected \"" + std::string(kFormat) + "\", got " + quoted(f->get<std::string>()));
   if (auto v = optional_member(doc, "$", "version", &Json::is_number_integer, "an integer"))
     if (v->get<int64_t>() != kVersion)
       fail("$.version", "this build reads version " + std::to_string(kVersion) + ", got " + v->dump());
@@ -192,7 +258,7 @@ PipelineSpec spec_from_json(const std::string& text) {
     if (!nodes[i].is_object()) fail(path, std::string("expected an object, got ") + kind_of(nodes[i]));
     const auto& name = member(nodes[i], path, "name", Json::value_t::string, "a string").get_ref<const std::string&>();
     if (name.empty()) fail(path + ".name", "must not be empty");
-    if (!index.emplace(name, static_cast<int>(i)).second) fail(path + ".name", "\"" + name + "\" is used twice");
+    if (!index.emplace(name, static_cast<int>(i)).second) fail(path + ".name", quoted(name) + " is used twice");
   }
   PipelineSpec spec;
   for (size_t i = 0; i < nodes.size(); ++i) {

@@ -19,6 +19,7 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "media/api.h"
@@ -27,6 +28,12 @@
 HDL_API_BEGIN
 namespace hdl {
 
+/// Limits on a spec document, checked before it is parsed: its size (a real spec is a few KB;
+/// lists of thousands of numbers still fit) and how deeply arrays and objects nest (a spec is
+/// 5 levels deep; deep nesting would make nlohmann-json's recursive dump/copy overflow the stack).
+inline constexpr size_t kSpecMaxBytes = size_t(16) << 20;  // 16 MiB
+inline constexpr int kSpecMaxDepth = 64;
+
 /// The spec as a JSON document (pretty-printed with `indent` spaces; -1: one line).
 /// Node names must be unique and non-empty (PipelineSpec::add guarantees it). Throws
 /// ConfigError for a value JSON cannot hold (a non-finite float) or a dangling edge.
@@ -34,6 +41,12 @@ std::string to_json(const PipelineSpec& spec, int indent = 2);
 
 /// Parses a document made by to_json (or written by hand). Throws ConfigError naming the JSON
 /// path of the first problem, e.g. `$.nodes[2].args.size[1]: expected a number, got "a"`.
+/// Hostile text fails the same way, never with a crash: over kSpecMaxBytes or nested deeper
+/// than kSpecMaxDepth (`$: nested deeper than 64 levels (byte 64, line 1)`), integers outside
+/// int64 (`$.nodes[0].args.seed: integer 18446744073709551615 is out of range ...`), numbers
+/// that overflow a double (`$: not valid JSON: ... number overflow parsing '1e400'`: the parser
+/// cannot say where, the literal is quoted), output indexes outside int. Quoted names and
+/// strings are cut to 80 bytes.
 PipelineSpec spec_from_json(const std::string& text);
 
 }  // namespace hdl

@@ -227,6 +227,29 @@ Status parse_image_header(Bytes data, ImageInfo* info) {
   return s;
 }
 
+int count_jpeg_scans(Bytes d, int limit) {
+  int scans = 0;
+  size_t pos = 2;
+  while (pos + 1 < d.size() && scans <= limit) {
+    if (d[pos] != 0xFF) {  // entropy-coded data (or junk): skip to the next marker
+      const void* ff = std::memchr(d.data() + pos, 0xFF, d.size() - pos);
+      if (!ff) break;
+      pos = static_cast<const uint8_t*>(ff) - d.data();
+      continue;
+    }
+    uint8_t m = d[pos + 1];
+    if (m == 0xFF) { ++pos; continue; }  // fill byte
+    pos += 2;
+    if (m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD9)) continue;  // stuffed byte, RSTn, SOI, EOI, TEM
+    if (pos + 2 > d.size()) break;
+    size_t len = be16(&d[pos]);
+    if (len < 2) break;
+    scans += m == 0xDA;
+    pos += len;  // the scan's entropy data follows its header
+  }
+  return scans;
+}
+
 int jpeg_exif_orientation(Bytes data) {
   int orientation = 1;
   walk_jpeg_markers(data, [&](uint8_t m, Bytes p) {

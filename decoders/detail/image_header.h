@@ -39,6 +39,11 @@ Status parse_image_header(Bytes data, ImageInfo* info);
 /// sampling factors (h[i], v[i] for the first min(components, 4) components).
 const char* jpeg_subsampling_name(int components, const int h[], const int v[]);
 
+/// The number of SOS markers in a JPEG (segments walked, entropy-coded data skipped to its next
+/// marker), counting stops at `limit` + 1. Linear in the file's size; for decoders that have no
+/// scan limit of their own (FFmpeg's mjpeg).
+int count_jpeg_scans(Bytes data, int limit);
+
 /// The EXIF orientation (1..8) from a JPEG's first APP1 "Exif" segment; 1 when there is none
 /// or it is malformed or out of range (as Pillow's exif_transpose treats it).
 int jpeg_exif_orientation(Bytes data);

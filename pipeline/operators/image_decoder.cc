@@ -83,6 +83,7 @@ class ImageDecoderOp final : public Operator {
     request_.color = parse_color(n.get_string("output_type"));
     request_.apply_orientation = n.get_bool("apply_orientation");
     request_.max_pixels = n.get_int("max_pixels");
+    request_.max_scans = static_cast<int>(n.get_int("max_scans"));
     request_.allow_partial = n.get_bool("allow_partial");
     random_crop_ = n.get_string("random_crop") == "resized";
     fused_on_ = random_crop_ || !fused_.resize.empty() || fused_.center_crop.has_value();
@@ -201,6 +202,7 @@ OpSchema image_decoder_schema() {
       {"output_type", ArgType::kString, ArgValue("rgb"), "pixel format: rgb, bgr or gray", one_of({"rgb", "bgr", "gray"})},
       {"apply_orientation", ArgType::kBool, ArgValue(false), "rotate per EXIF orientation (torchvision's PIL loader does not)"},
       {"max_pixels", ArgType::kInt, ArgValue(int64_t{178956970}), "refuse larger images before allocating (decompression bombs; Pillow's limit)", at_least(1)},
+      {"max_scans", ArgType::kInt, ArgValue(int64_t{500}), "refuse JPEGs with more scans than this before decoding them (progressive DoS: each scan re-walks the whole image; libjpeg-turbo's own limit); 0: none", in_range(0, 1000000)},
       {"allow_partial", ArgType::kBool, ArgValue(false), "accept truncated images (missing part grey) instead of failing the sample"},
       {"random_crop", ArgType::kString, ArgValue("none"), "none, or resized: a torchvision RandomResizedCrop window (scale, ratio, attempts) of the (oriented) image", one_of({"none", "resized"})},
       {"scale", ArgType::kFloats, ArgValue({0.08, 1.0}), "random_crop: range of the window's area fraction", all_of({list_size({2}), at_least(0)})},

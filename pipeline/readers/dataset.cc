@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -95,37 +98,102 @@ Dataset Dataset::image_folder(const std::string& root, const std::vector<std::st
   return d;
 }
 
+namespace {
+
+constexpr size_t kListChunk = size_t(1) << 20;  // bytes read at a time
+
+// Bytes of a list line quoted in a message: non-printable bytes as \xNN, cut at 80.
+std::string shown(std::string_view s) {
+  constexpr size_t kShown = 80;
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size() && i < kShown; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  out += "\"";
+  if (s.size() > kShown) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+}  // namespace
+
+void Dataset::add_list_line(std::string_view line, const std::string& list_path, int64_t line_no) {
+  const auto where = [&] { return "file_list \"" + list_path + "\" line " + std::to_string(line_no); };
+  if (line.size() > kMaxListLineBytes)
+    throw ConfigError(where() + ": line is longer than the limit of " + std::to_string(kMaxListLineBytes) +
+                      " bytes (not a file list?)");
+  if (line_no == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);  // UTF-8 byte order mark
+  while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
+  while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
+  if (line.empty() || line.front() == '#') return;
+  // A NUL cannot be in a file name (the path would be cut there when opened); a CR inside a
+  // line is a file with CR line endings read as one line (one sample instead of thousands).
+  // Other bytes are a file name's business: Linux names are bytes, not text.
+  if (line.find('\0') != std::string_view::npos)
+    throw ConfigError(where() + ": NUL byte in " + shown(line) + " (a binary file?)");
+  if (line.find('\r') != std::string_view::npos)
+    throw ConfigError(where() + ": CR byte inside " + shown(line) + " (CR line endings? lines must end in LF or CRLF)");
+  const size_t sep = line.find_last_of(" \t");
+  if (sep == std::string_view::npos)
+    throw ConfigError(where() + ": expected \"path label\", got " + shown(line));
+  size_t path_end = sep;
+  while (path_end > 0 && is_space(line[path_end - 1])) --path_end;
+  const std::string_view label_text = line.substr(sep + 1);
+  int64_t label = 0;
+  const auto [end, ec] = std::from_chars(label_text.data(), label_text.data() + label_text.size(), label);
+  if (ec == std::errc::result_out_of_range)
+    throw ConfigError(where() + ": label " + shown(label_text) + " is out of range (int64)");
+  if (ec != std::errc() || end != label_text.data() + label_text.size())
+    throw ConfigError(where() + ": label " + shown(label_text) + " is not an integer");
+  if (path_end > kMaxListPathBytes)
+    throw ConfigError(where() + ": path is " + std::to_string(path_end) + " bytes, longer than PATH_MAX (" +
+                      std::to_string(kMaxListPathBytes) + ")");
+  add(line.substr(0, path_end), label);
+}
+
 Dataset Dataset::file_list(const std::string& list_path, const std::string& root) {
-  std::ifstream in(list_path);
+  std::ifstream in(list_path, std::ios::binary);
   if (!in) throw ConfigError("file_list \"" + list_path + "\" cannot be opened");
   Dataset d;
   d.root_ = root.empty() ? fs::path(list_path).parent_path().string() : root;
-  std::string line;
+  std::error_code ec;
+  if (const auto bytes = fs::file_size(list_path, ec); !ec)  // the paths take fewer bytes than the file
+    d.names_.reserve(static_cast<size_t>(std::min<uintmax_t>(bytes, uintmax_t(1) << 30)));
+  // Read in chunks and split at LF: no per-line allocation, and a line is never longer than
+  // kMaxListLineBytes in memory however long it is in the file.
+  std::vector<char> buf(kListChunk + kMaxListLineBytes + 1);
+  size_t have = 0;
   int64_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-    size_t start = 0;
-    while (start < line.size() && std::isspace(static_cast<unsigned char>(line[start]))) ++start;
-    if (start == line.size() || line[start] == '#') continue;
-    const size_t sep = line.find_last_of(" \t");
-    const auto where = [&] { return "file_list \"" + list_path + "\" line " + std::to_string(line_no); };
-    if (sep == std::string::npos || sep < start)
-      throw ConfigError(where() + ": expected \"path label\", got \"" + line + "\"");
-    size_t path_end = sep;
-    while (path_end > start && std::isspace(static_cast<unsigned char>(line[path_end - 1]))) --path_end;
-    const std::string label_text = line.substr(sep + 1);
-    int64_t label = 0;
-    try {
-      size_t used = 0;
-      label = std::stoll(label_text, &used);
-      if (used != label_text.size()) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      throw ConfigError(where() + ": label \"" + label_text + "\" is not an integer");
+  for (bool eof = false; !eof;) {
+    in.read(buf.data() + have, static_cast<std::streamsize>(buf.size() - have));
+    have += static_cast<size_t>(in.gcount());
+    eof = !in;
+    if (in.bad()) throw ConfigError("file_list \"" + list_path + "\": read error");
+    size_t pos = 0;
+    while (const void* nl = std::memchr(buf.data() + pos, '\n', have - pos)) {
+      const size_t end = static_cast<const char*>(nl) - buf.data();
+      d.add_list_line(std::string_view(buf.data() + pos, end - pos), list_path, ++line_no);
+      pos = end + 1;
     }
-    d.add(std::string_view(line).substr(start, path_end - start), label);
+    if (eof && pos < have) d.add_list_line(std::string_view(buf.data() + pos, have - pos), list_path, ++line_no);
+    if (!eof && have - pos > kMaxListLineBytes)
+      d.add_list_line(std::string_view(buf.data() + pos, have - pos), list_path, line_no + 1);  // throws: too long
+    std::memmove(buf.data(), buf.data() + pos, have - pos);
+    have -= pos;
   }
   if (d.size() == 0) throw ConfigError("file_list \"" + list_path + "\" lists no files");
+  // names_ keeps its capacity: the pages reserved past its end were never touched, so cost
+  // no memory, and shrinking would copy every path (a peak of twice the paths' bytes).
+  d.offsets_.shrink_to_fit();
+  d.labels_.shrink_to_fit();
   return d;
 }
 

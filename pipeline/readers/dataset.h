@@ -34,10 +34,18 @@ class Dataset {
                               bool allow_empty_classes = false);
 
   /// A text file of "relative/path label" lines (the label is the last whitespace-separated
-  /// token, so paths may contain spaces; blank lines and lines starting with # are skipped).
-  /// Paths are relative to `root` (default: the list's directory). Throws ConfigError naming
-  /// the line of a malformed entry.
+  /// token, so paths may contain spaces; blank lines and lines starting with # are skipped;
+  /// LF or CRLF line ends; a UTF-8 byte order mark is skipped). Paths are relative to `root`
+  /// (default: the list's directory). Throws ConfigError naming the list and the line (its
+  /// bytes shown escaped and cut to 80) for: a line without a label, a label that is not a
+  /// decimal integer or is outside int64, a NUL byte, a CR inside a line (CR line endings), a
+  /// line over kMaxListLineBytes, a path over kMaxListPathBytes. Accepted as they are:
+  /// negative labels (e.g. -1 for unlabelled samples), paths that are not valid UTF-8 or hold
+  /// other control bytes (Linux file names are bytes). Linear time; memory about the paths'
+  /// bytes plus 16 bytes per entry.
   static Dataset file_list(const std::string& list_path, const std::string& root = "");
+  static constexpr size_t kMaxListLineBytes = size_t(64) << 10;
+  static constexpr size_t kMaxListPathBytes = 4095;  // PATH_MAX (4096) less the terminating NUL
 
   int64_t size() const { return static_cast<int64_t>(labels_.size()); }
   const std::string& root() const { return root_; }
@@ -54,6 +62,7 @@ class Dataset {
 
  private:
   void add(std::string_view relative_path, int64_t label);
+  void add_list_line(std::string_view line, const std::string& list_path, int64_t line_no);
 
   std::string root_;
   std::vector<char> names_;
