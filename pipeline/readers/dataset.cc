@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <system_error>
 
 #include "pipeline/errors.h"
@@ -98,8 +99,17 @@ Dataset Dataset::image_folder(const std::string& root, const std::vector<std::st
 Dataset Dataset::file_list(const std::string& list_path, const std::string& root) {
   std::ifstream in(list_path);
   if (!in) throw ConfigError("file_list \"" + list_path + "\" cannot be opened");
+  return parse_file_list(in, list_path, root.empty() ? fs::path(list_path).parent_path().string() : root);
+}
+
+Dataset Dataset::file_list_from_text(std::string_view text, const std::string& list_name, const std::string& root) {
+  std::istringstream in{std::string(text)};
+  return parse_file_list(in, list_name, root);
+}
+
+Dataset Dataset::parse_file_list(std::istream& in, const std::string& list_path, std::string root) {
   Dataset d;
-  d.root_ = root.empty() ? fs::path(list_path).parent_path().string() : root;
+  d.root_ = std::move(root);
   std::string line;
   int64_t line_no = 0;
   while (std::getline(in, line)) {

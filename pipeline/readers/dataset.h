@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <string_view>
@@ -35,6 +36,10 @@ class Dataset {
   /// Paths are relative to `root` (default: the list's directory). Throws ConfigError naming
   /// the line of a malformed entry.
   static Dataset file_list(const std::string& list_path, const std::string& root = "");
+  /// The same parser over a list's text already in memory (e.g. a sample list handed over from
+  /// Python). `list_name` names the list in messages; paths are relative to `root` as given.
+  static Dataset file_list_from_text(std::string_view text, const std::string& list_name,
+                                     const std::string& root);
 
   int64_t size() const { return static_cast<int64_t>(labels_.size()); }
   const std::string& root() const { return root_; }
@@ -51,6 +56,7 @@ class Dataset {
 
  private:
   void add(std::string_view relative_path, int64_t label);
+  static Dataset parse_file_list(std::istream& in, const std::string& list_name, std::string root);
 
   std::string root_;
   std::vector<char> names_;
