@@ -606,6 +606,14 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
   c1 = std::min<int64_t>(g.mcus_x, (c1 + x.step - 1) / x.step * x.step);
   if (!(0 <= r0 && r0 < r1 && r1 <= g.mcus_y && 0 <= c0 && c0 < c1 && c1 <= g.mcus_x))
     return Status::invalid_argument("window outside the MCU grid");
+  // libjpeg upsamples a component only 1 or 2 samples wide with a box filter instead of the
+  // fancy one, so a one-MCU window at the right edge of an image whose last MCU column holds
+  // a few pixels (4:2:0, 163 px wide: 3 px, 2 chroma samples) would decode with other chroma
+  // than the full image. Two MCU columns are always more than 2 samples wide.
+  if (c1 - c0 < 2 && g.mcus_x >= 2) {
+    if (c1 < g.mcus_x) c1 = std::min<int64_t>(g.mcus_x, c1 + x.step);
+    else c0 -= x.step;
+  }
   JpegWindow win;
   win.x = c0 * g.mcu_w;
   win.y = r0 * g.mcu_h;

@@ -270,6 +270,33 @@ TEST(JpegIndex, WindowJpegIsAValidJpegOfTheMcus) {
   EXPECT_FALSE(detail::write_jpeg_window(bytes, **index, 0, g.mcus_y + 1, 0, 1, out).is_ok());
 }
 
+// Found by tests/fuzz/fuzz_jpeg_index: a 163-pixel-wide 4:2:0 photo whose last MCU column holds
+// 3 pixels (2 chroma samples). A window there was written one MCU wide, and libjpeg upsamples
+// chroma 2 samples wide with a box filter, not the fancy one: other pixels than the full
+// decode. The window JPEG is now at least two MCU columns wide.
+TEST(JpegIndex, WindowsAtANarrowRightEdgeEqualFullDecode) {
+  const auto bytes = read_file(fs::path(HDL_SOURCE_DIR) / "tests/fuzz/regressions/fuzz_jpeg_index/narrow_right_edge_window_420.jpg");
+  auto dec = make_jpeg_decoder();
+  auto info = dec->read_info(bytes);
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  ASSERT_EQ(info->width, 163);
+  ASSERT_EQ(info->subsampling, "420");
+  auto full = decode_with(*dec, bytes, request_for());
+  ASSERT_TRUE(full.is_ok()) << full.status().to_string();
+  JpegIndexCache cache(size_t(16) << 20);
+  for (const Roi roi : {Roi{162, 9, 1, 99}, Roi{161, 0, 2, 126}, Roi{160, 14, 3, 4}, Roi{162, 120, 1, 6}}) {
+    SCOPED_TRACE(::testing::Message() << "roi " << roi.x << "," << roi.y << " " << roi.w << "x" << roi.h);
+    DecodeRequest req = request_for();
+    req.roi = roi;
+    req.index_cache = &cache;
+    req.index_every_file = true;
+    auto win = decode_with(*dec, bytes, req);
+    ASSERT_TRUE(win.is_ok()) << win.status().to_string();
+    EXPECT_EQ(diff(*win, full->crop(roi.x, roi.y, roi.w, roi.h)).max, 0);
+  }
+  EXPECT_GT(cache.stats().hits, 0) << "the index must have served these windows";
+}
+
 TEST(JpegIndex, ProgressiveAndDamagedFilesAreNotIndexed) {
   HDL_REQUIRE_CORPUS();
   for (auto& r : manifest_files("ok", "jpeg/")) {
