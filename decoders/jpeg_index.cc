@@ -318,7 +318,11 @@ struct ParsedHeader {
   JpegMcuGrid grid;
   int ncomp = 0;
   ScanComp comp[3];
-  HuffSpec dc[4], ac[4];  // as extended
+  HuffSpec dc[4], ac[4];  // as written to window JPEGs: DC tables extended
+  // The DC tables as the file defines them, which are what libjpeg decodes the file with: a code
+  // that only the extension defines is a corrupt code in the file (libjpeg-turbo's fast path
+  // reads it silently as a zero difference), so the index pass must reject it, not read it.
+  HuffSpec dc_file[4];
   std::vector<uint8_t> header;
   size_t sof_size_at = 0;  // offset in header of the frame's height field
   size_t scan_start = 0;   // file offset of the entropy-coded data
@@ -406,7 +410,10 @@ Result<ParsedHeader> parse_header(std::span<const uint8_t> data) {
         if (count > 256 || j + 17 + count > seg_len) return Status::invalid_data("bad DHT");
         t.vals.assign(seg + j + 17, seg + j + 17 + count);
         t.defined = true;
-        if (tc == 0 && !complete_dc_table(&t)) return Status::unsupported("DC table cannot be completed");
+        if (tc == 0) {
+          h.dc_file[th] = t;
+          if (!complete_dc_table(&t)) return Status::unsupported("DC table cannot be completed");
+        }
         out.push_back(seg[j]);
         out.insert(out.end(), t.bits + 1, t.bits + 17);
         out.insert(out.end(), t.vals.begin(), t.vals.end());
@@ -551,7 +558,7 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
   const ParsedHeader& h = x.head;
   // Memory: the fixed part, then per entry a position and one predictor per component.
   size_t fixed = sizeof(JpegScanIndex) + h.header.size();
-  for (const HuffSpec* t : {h.dc, h.ac})
+  for (const HuffSpec* t : {h.dc, h.ac, h.dc_file})
     for (int k = 0; k < 4; ++k) fixed += t[k].vals.size();
   const size_t per_entry = sizeof(uint32_t) + sizeof(int16_t) * size_t(h.ncomp);
   auto bytes_for = [&](int64_t step) {
@@ -566,7 +573,7 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
 
   HuffDecoder dc[3], ac[3];
   for (int c = 0; c < h.ncomp; ++c)
-    if (!dc[c].build(h.dc[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac], /*with_skip=*/true))
+    if (!dc[c].build(h.dc_file[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac], /*with_skip=*/true))
       return Status::invalid_data("invalid Huffman table");
 
   BitReader r(data.data(), data.size(), h.scan_start);
@@ -634,7 +641,8 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
   sof[0] = uint8_t(win.height >> 8), sof[1] = uint8_t(win.height);
   sof[2] = uint8_t(win.width >> 8), sof[3] = uint8_t(win.width);
 
-  // Decoding tables per table number the scan uses; DC codes to re-encode with.
+  // Decoding tables per table number the scan uses (the file's own); DC codes to re-encode
+  // with (the extended tables of the window's header).
   HuffDecoder dc_tables[4], ac_tables[4];
   DcCode enc[4];
   bool built_dc[4] = {}, built_ac[4] = {};
@@ -644,7 +652,7 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
       return Status::internal("index tables");
     if (built_dc[td]) continue;
     const HuffSpec& spec = h.dc[td];
-    if (!(built_dc[td] = dc_tables[td].build(spec))) return Status::internal("index tables");
+    if (!(built_dc[td] = dc_tables[td].build(h.dc_file[td]))) return Status::internal("index tables");
     std::vector<uint16_t> codes;
     std::vector<uint8_t> lens;
     canonical_codes(spec, &codes, &lens);

@@ -297,6 +297,51 @@ TEST(JpegIndex, WindowsAtANarrowRightEdgeEqualFullDecode) {
   EXPECT_GT(cache.stats().hits, 0) << "the index must have served these windows";
 }
 
+// Found by tests/fuzz/fuzz_jpeg_index (the issue's "340 samples replaced without the index, 339
+// with it"): mutated photos whose entropy data holds a DC code that the file's own (optimised)
+// DC table leaves unused. The index pass read it with the table extended for window JPEGs,
+// where it is a valid code, and so indexed a corrupt file; libjpeg finds a bad Huffman code
+// (an error where its slow path meets it, a silent zero difference in its fast path). With the
+// index, one file decoded where the plain path failed, the other gave other pixels. The index
+// pass now decodes with the file's own tables and refuses such a file, which then takes the
+// plain path everywhere.
+TEST(JpegIndex, DcCodesOnlyTheExtendedTableDefinesAreCorrupt) {
+  const fs::path dir = fs::path(HDL_SOURCE_DIR) / "tests/fuzz/regressions/fuzz_jpeg_index";
+  auto dec = make_jpeg_decoder();
+  JpegIndexCache cache(size_t(16) << 20);
+  uint64_t key = 0;
+  int plain_failures = 0;
+  for (const char* name : {"dc_code_only_in_extended_table_fails_plain.jpg", "dc_code_only_in_extended_table_pixels.jpg"}) {
+    SCOPED_TRACE(name);
+    auto bytes = read_file(dir / name);
+    bytes.resize(bytes.size() - 32);  // the fuzz target's parameter bytes
+    auto built = detail::build_jpeg_index(bytes);
+    ASSERT_FALSE(built.is_ok());
+    EXPECT_EQ(built.status().code(), StatusCode::kInvalidData);
+    auto info = dec->read_info(bytes);
+    ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+    ++key;
+    for (int64_t y = 0; y < info->height; y += 11) {
+      for (int64_t x = 0; x < info->width; x += 17) {
+        DecodeRequest plain = request_for();
+        plain.roi = {x, y, std::min<int64_t>(20, info->width - x), std::min<int64_t>(20, info->height - y)};
+        DecodeRequest indexed = plain;
+        indexed.index_cache = &cache;
+        indexed.index_key = key;
+        indexed.index_every_file = true;
+        auto a = decode_with(*dec, bytes, plain);
+        auto b = decode_with(*dec, bytes, indexed);
+        ASSERT_EQ(a.is_ok(), b.is_ok()) << "roi " << x << "," << y << ": "
+                                        << (a.is_ok() ? b.status().to_string() : a.status().to_string());
+        if (a.is_ok()) ASSERT_EQ(diff(*a, *b).max, 0) << "roi " << x << "," << y;
+        plain_failures += !a.is_ok();
+      }
+    }
+  }
+  EXPECT_GT(plain_failures, 0) << "the first file must fail where its bad code is decoded";
+  EXPECT_EQ(cache.stats().hits, 0);
+}
+
 TEST(JpegIndex, ProgressiveAndDamagedFilesAreNotIndexed) {
   HDL_REQUIRE_CORPUS();
   for (auto& r : manifest_files("ok", "jpeg/")) {
