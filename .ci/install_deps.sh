@@ -11,6 +11,7 @@ PACKAGES=(
   python3 python3-dev python3-numpy python3-pil python3-pytest python3-torch python3-torchvision
   nlohmann-json3-dev python3-setuptools python3-wheel python3-pip python3-venv
   python3-matplotlib linux-perf valgrind
+  clang libclang-rt-14-dev ccache
 )
 
 missing=()
