@@ -517,6 +517,20 @@ inline bool block(BitReader& r, const HuffDecoder& dc, const HuffDecoder& ac, in
   return read_dc(r, dc, diff) && skip_ac(r, ac);
 }
 
+// True if a marker follows `from` in the file: a 0xFF (after any 0xFF fill bytes) followed by a
+// byte other than 0x00, inside the data. libjpeg's bit reader stops at a marker; without one
+// it runs into the end of the file.
+bool marker_follows(std::span<const uint8_t> data, size_t from) {
+  const uint8_t* p = data.data() + std::min(from, data.size());
+  const uint8_t* const end = data.data() + data.size();
+  while ((p = static_cast<const uint8_t*>(std::memchr(p, 0xFF, size_t(end - p))))) {
+    while (p < end && *p == 0xFF) ++p;
+    if (p == end) return false;
+    if (*p != 0x00) return true;
+  }
+  return false;
+}
+
 // A cheap identity check of a file's bytes: its size and 16 samples of 64 bytes spread over it
 // (the first and the last included), 8 bytes per multiply.
 uint64_t fingerprint(std::span<const uint8_t> data) {
@@ -600,6 +614,11 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
       if (!r.within_data()) return Status::invalid_data("entropy-coded data ends early");
     }
   }
+  // libjpeg reads ahead of the bits it needs; where the scan runs to the end of the file with
+  // no marker after it (EOI cut off), it reaches the end while decoding the last MCU row and
+  // warns "Premature end of JPEG file", which fails a plain decode of the bottom rows. A window
+  // JPEG ends with EOI and would decode: such a file is not indexed, so both paths agree.
+  if (!marker_follows(data, r.offset())) return Status::invalid_data("entropy-coded data runs to the end of the file");
   record();
   x.bytes = bytes_for(x.step);
   return std::shared_ptr<const JpegScanIndex>(std::move(index));
