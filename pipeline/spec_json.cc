@@ -175,6 +175,9 @@ PipelineSpec spec_from_json(const std::string& text) {
   } catch (const Json::parse_error& e) {
     // e.byte is the position; nlohmann's message says what it expected there.
     throw ConfigError("$: not valid JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+  } catch (const Json::out_of_range& e) {
+    // A number too large for a double (1e999): nlohmann throws out_of_range.406 while parsing.
+    throw ConfigError(std::string("$: not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) fail("$", std::string("expected an object, got ") + kind_of(doc));
   if (auto f = optional_member(doc, "$", "format", &Json::is_string, "a string"))
