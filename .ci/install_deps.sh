@@ -12,6 +12,7 @@ PACKAGES=(
   nlohmann-json3-dev python3-setuptools python3-wheel python3-pip python3-venv
   python3-matplotlib linux-perf valgrind
   dpkg-dev xz-utils
+  clang libclang-rt-14-dev ccache
 )
 
 missing=()

@@ -318,7 +318,11 @@ struct ParsedHeader {
   JpegMcuGrid grid;
   int ncomp = 0;
   ScanComp comp[3];
-  HuffSpec dc[4], ac[4];  // as extended
+  HuffSpec dc[4], ac[4];  // as written to window JPEGs: DC tables extended
+  // The DC tables as the file defines them, which are what libjpeg decodes the file with: a code
+  // that only the extension defines is a corrupt code in the file (libjpeg-turbo's fast path
+  // reads it silently as a zero difference), so the index pass must reject it, not read it.
+  HuffSpec dc_file[4];
   std::vector<uint8_t> header;
   size_t sof_size_at = 0;  // offset in header of the frame's height field
   size_t scan_start = 0;   // file offset of the entropy-coded data
@@ -406,7 +410,10 @@ Result<ParsedHeader> parse_header(std::span<const uint8_t> data) {
         if (count > 256 || j + 17 + count > seg_len) return Status::invalid_data("bad DHT");
         t.vals.assign(seg + j + 17, seg + j + 17 + count);
         t.defined = true;
-        if (tc == 0 && !complete_dc_table(&t)) return Status::unsupported("DC table cannot be completed");
+        if (tc == 0) {
+          h.dc_file[th] = t;
+          if (!complete_dc_table(&t)) return Status::unsupported("DC table cannot be completed");
+        }
         out.push_back(seg[j]);
         out.insert(out.end(), t.bits + 1, t.bits + 17);
         out.insert(out.end(), t.vals.begin(), t.vals.end());
@@ -510,6 +517,20 @@ inline bool block(BitReader& r, const HuffDecoder& dc, const HuffDecoder& ac, in
   return read_dc(r, dc, diff) && skip_ac(r, ac);
 }
 
+// True if a marker follows `from` in the file: a 0xFF (after any 0xFF fill bytes) followed by a
+// byte other than 0x00, inside the data. libjpeg's bit reader stops at a marker; without one
+// it runs into the end of the file.
+bool marker_follows(std::span<const uint8_t> data, size_t from) {
+  const uint8_t* p = data.data() + std::min(from, data.size());
+  const uint8_t* const end = data.data() + data.size();
+  while ((p = static_cast<const uint8_t*>(std::memchr(p, 0xFF, size_t(end - p))))) {
+    while (p < end && *p == 0xFF) ++p;
+    if (p == end) return false;
+    if (*p != 0x00) return true;
+  }
+  return false;
+}
+
 // A cheap identity check of a file's bytes: its size and 16 samples of 64 bytes spread over it
 // (the first and the last included), 8 bytes per multiply.
 uint64_t fingerprint(std::span<const uint8_t> data) {
@@ -551,7 +572,7 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
   const ParsedHeader& h = x.head;
   // Memory: the fixed part, then per entry a position and one predictor per component.
   size_t fixed = sizeof(JpegScanIndex) + h.header.size();
-  for (const HuffSpec* t : {h.dc, h.ac})
+  for (const HuffSpec* t : {h.dc, h.ac, h.dc_file})
     for (int k = 0; k < 4; ++k) fixed += t[k].vals.size();
   const size_t per_entry = sizeof(uint32_t) + sizeof(int16_t) * size_t(h.ncomp);
   auto bytes_for = [&](int64_t step) {
@@ -566,7 +587,7 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
 
   HuffDecoder dc[3], ac[3];
   for (int c = 0; c < h.ncomp; ++c)
-    if (!dc[c].build(h.dc[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac], /*with_skip=*/true))
+    if (!dc[c].build(h.dc_file[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac], /*with_skip=*/true))
       return Status::invalid_data("invalid Huffman table");
 
   BitReader r(data.data(), data.size(), h.scan_start);
@@ -593,6 +614,11 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
       if (!r.within_data()) return Status::invalid_data("entropy-coded data ends early");
     }
   }
+  // libjpeg reads ahead of the bits it needs; where the scan runs to the end of the file with
+  // no marker after it (EOI cut off), it reaches the end while decoding the last MCU row and
+  // warns "Premature end of JPEG file", which fails a plain decode of the bottom rows. A window
+  // JPEG ends with EOI and would decode: such a file is not indexed, so both paths agree.
+  if (!marker_follows(data, r.offset())) return Status::invalid_data("entropy-coded data runs to the end of the file");
   record();
   x.bytes = bytes_for(x.step);
   return std::shared_ptr<const JpegScanIndex>(std::move(index));
@@ -606,6 +632,14 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
   c1 = std::min<int64_t>(g.mcus_x, (c1 + x.step - 1) / x.step * x.step);
   if (!(0 <= r0 && r0 < r1 && r1 <= g.mcus_y && 0 <= c0 && c0 < c1 && c1 <= g.mcus_x))
     return Status::invalid_argument("window outside the MCU grid");
+  // libjpeg upsamples a component only 1 or 2 samples wide with a box filter instead of the
+  // fancy one, so a one-MCU window at the right edge of an image whose last MCU column holds
+  // a few pixels (4:2:0, 163 px wide: 3 px, 2 chroma samples) would decode with other chroma
+  // than the full image. Two MCU columns are always more than 2 samples wide.
+  if (c1 - c0 < 2 && g.mcus_x >= 2) {
+    if (c1 < g.mcus_x) c1 = std::min<int64_t>(g.mcus_x, c1 + x.step);
+    else c0 -= x.step;
+  }
   JpegWindow win;
   win.x = c0 * g.mcu_w;
   win.y = r0 * g.mcu_h;
@@ -626,7 +660,8 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
   sof[0] = uint8_t(win.height >> 8), sof[1] = uint8_t(win.height);
   sof[2] = uint8_t(win.width >> 8), sof[3] = uint8_t(win.width);
 
-  // Decoding tables per table number the scan uses; DC codes to re-encode with.
+  // Decoding tables per table number the scan uses (the file's own); DC codes to re-encode
+  // with (the extended tables of the window's header).
   HuffDecoder dc_tables[4], ac_tables[4];
   DcCode enc[4];
   bool built_dc[4] = {}, built_ac[4] = {};
@@ -636,7 +671,7 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
       return Status::internal("index tables");
     if (built_dc[td]) continue;
     const HuffSpec& spec = h.dc[td];
-    if (!(built_dc[td] = dc_tables[td].build(spec))) return Status::internal("index tables");
+    if (!(built_dc[td] = dc_tables[td].build(h.dc_file[td]))) return Status::internal("index tables");
     std::vector<uint16_t> codes;
     std::vector<uint8_t> lens;
     canonical_codes(spec, &codes, &lens);

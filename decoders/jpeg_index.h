@@ -129,7 +129,8 @@ size_t jpeg_index_bytes(const JpegScanIndex& index);
 int jpeg_index_column_step(const JpegScanIndex& index);
 
 /// Writes to `out` a JPEG of the MCUs [r0, r1) x [c0', c1') of the indexed image, where c0' and
-/// c1' are c0 and c1 widened to the index's column step, and returns its origin in the image
+/// c1' are c0 and c1 widened to the index's column step (and to at least two MCU columns when
+/// the image has two), and returns its origin in the image
 /// (pixels). Its pixels equal the full decode's, except within 1 pixel of an edge that is not
 /// an edge of the image (chroma upsampling context). kInvalidData if `data` does not match.
 struct JpegWindow {

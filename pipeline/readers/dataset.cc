@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <system_error>
 
 #include "pipeline/errors.h"
@@ -162,11 +163,23 @@ void Dataset::add_list_line(std::string_view line, const std::string& list_path,
 Dataset Dataset::file_list(const std::string& list_path, const std::string& root) {
   std::ifstream in(list_path, std::ios::binary);
   if (!in) throw ConfigError("file_list \"" + list_path + "\" cannot be opened");
-  Dataset d;
-  d.root_ = root.empty() ? fs::path(list_path).parent_path().string() : root;
   std::error_code ec;
-  if (const auto bytes = fs::file_size(list_path, ec); !ec)  // the paths take fewer bytes than the file
-    d.names_.reserve(static_cast<size_t>(std::min<uintmax_t>(bytes, uintmax_t(1) << 30)));
+  const uintmax_t bytes = fs::file_size(list_path, ec);
+  return parse_file_list(in, list_path, root.empty() ? fs::path(list_path).parent_path().string() : root,
+                         ec ? 0 : bytes);
+}
+
+Dataset Dataset::file_list_from_text(std::string_view text, const std::string& list_name, const std::string& root) {
+  std::istringstream in{std::string(text)};
+  return parse_file_list(in, list_name, root, text.size());
+}
+
+Dataset Dataset::parse_file_list(std::istream& in, const std::string& list_path, std::string root,
+                                 uintmax_t size_hint) {
+  Dataset d;
+  d.root_ = std::move(root);
+  // The paths take fewer bytes than the list.
+  d.names_.reserve(static_cast<size_t>(std::min<uintmax_t>(size_hint, uintmax_t(1) << 30)));
   // Read in chunks and split at LF: no per-line allocation, and a line is never longer than
   // kMaxListLineBytes in memory however long it is in the file.
   std::vector<char> buf(kListChunk + kMaxListLineBytes + 1);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <string_view>
@@ -44,8 +45,13 @@ class Dataset {
   /// other control bytes (Linux file names are bytes). Linear time; memory about the paths'
   /// bytes plus 16 bytes per entry.
   static Dataset file_list(const std::string& list_path, const std::string& root = "");
+  /// file_list's limits: the longest line, and the longest path (PATH_MAX less its NUL).
   static constexpr size_t kMaxListLineBytes = size_t(64) << 10;
-  static constexpr size_t kMaxListPathBytes = 4095;  // PATH_MAX (4096) less the terminating NUL
+  static constexpr size_t kMaxListPathBytes = 4095;
+  /// The same parser over a list's text already in memory (e.g. a sample list handed over from
+  /// Python). `list_name` names the list in messages; paths are relative to `root` as given.
+  static Dataset file_list_from_text(std::string_view text, const std::string& list_name,
+                                     const std::string& root);
 
   int64_t size() const { return static_cast<int64_t>(labels_.size()); }
   const std::string& root() const { return root_; }
@@ -63,6 +69,9 @@ class Dataset {
  private:
   void add(std::string_view relative_path, int64_t label);
   void add_list_line(std::string_view line, const std::string& list_path, int64_t line_no);
+  // `size_hint`: the list's size in bytes if known (0: unknown), to reserve the paths' buffer.
+  static Dataset parse_file_list(std::istream& in, const std::string& list_name, std::string root,
+                                 uintmax_t size_hint);
 
   std::string root_;
   std::vector<char> names_;

@@ -80,6 +80,7 @@ TEST(SpecJson, MalformedDocumentsNameTheJsonPath) {
   expect_error("{\"nodes\": [", {"$: not valid JSON"});
   expect_error("[]", {"$: expected an object, got a list"});
   expect_error(R"({"outputs": []})", {"$: missing \"nodes\""});
+  expect_error(R"({"nodes": [], "outputs": [], "version": 1e999})", {"$: not valid JSON", "number overflow"});
   expect_error(R"({"format": "other", "nodes": [], "outputs": []})", {"$.format", "\"other\""});
   expect_error(R"({"version": 7, "nodes": [], "outputs": []})", {"$.version", "7"});
   expect_error(R"({"nodes": [{"op": "x"}], "outputs": []})", {"$.nodes[0]: missing \"name\""});

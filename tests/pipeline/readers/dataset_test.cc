@@ -134,5 +134,20 @@ TEST_F(TreeTest, FileList) {
   EXPECT_THROW(Dataset::file_list((root_ / "missing.txt").string()), ConfigError);
 }
 
+TEST(Dataset, FileListFromTextIsTheSameParser) {
+  const Dataset d = Dataset::file_list_from_text("# c\ntrain/a b.jpg 3\n\n  train/c.jpg\t7  \r\n", "mem", "/data");
+  ASSERT_EQ(d.size(), 2);
+  EXPECT_EQ(d.relative_path(0), "train/a b.jpg");
+  EXPECT_EQ(d.label(1), 7);
+  EXPECT_EQ(d.path(1), "/data/train/c.jpg");
+  try {
+    Dataset::file_list_from_text("a.jpg 1\nb.jpg x\n", "mem", "");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("file_list \"mem\" line 2: label \"x\""), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Dataset::file_list_from_text("# only a comment\n", "mem", ""), ConfigError);
+}
+
 }  // namespace
 }  // namespace hdl

@@ -1,0 +1,32 @@
+// fuzz_file_list: the file-list parser of pipeline/readers/dataset (Dataset::file_list) over
+// arbitrary text, parsed from memory (Dataset::file_list_from_text, the same parser). Checks:
+// only ConfigError escapes; an accepted list has entries whose paths are non-empty, hold no
+// line break and no surrounding whitespace, and whose joined path is root + "/" + path.
+#include <cctype>
+#include <string>
+
+#include "pipeline/errors.h"
+#include "pipeline/readers/dataset.h"
+#include "tests/fuzz/fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace hdl;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  Dataset d;
+  try {
+    d = Dataset::file_list_from_text(text, "fuzz.txt", "root");
+  } catch (const ConfigError&) {
+    return 0;
+  }
+  HDL_FUZZ_CHECK(d.size() > 0, "an accepted list with no entries");
+  for (int64_t i = 0; i < d.size(); ++i) {
+    const std::string_view p = d.relative_path(i);
+    HDL_FUZZ_CHECK(!p.empty(), "an empty path");
+    HDL_FUZZ_CHECK(p.find('\n') == std::string_view::npos, "a path with a line break");
+    HDL_FUZZ_CHECK(!std::isspace(static_cast<unsigned char>(p.front())) &&
+                       !std::isspace(static_cast<unsigned char>(p.back())),
+                   "a path with surrounding whitespace");
+    HDL_FUZZ_CHECK(d.path(i) == "root/" + std::string(p), "path() is not root/relative_path()");
+  }
+  return 0;
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# CTest's fuzz_replay_<target>: runs a replay build of TARGET (or the libFuzzer build, with
+# -runs=0) over the committed inputs and, when the corpus exists, a handful of corpus seeds.
+#   replay.sh BINARY TARGET CORPUS_DIR INPUT...
+set -euo pipefail
+bin=$1 target=$2 corpus=$3
+shift 3
+inputs=("$@")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ -f "$corpus/SHA256SUMS" ] || [ -d "$corpus/tests" ]; then
+  PY=python3
+  [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+  "$PY" "$(dirname "$0")/seeds.py" "$target" "$corpus" "$tmp/seeds" --limit 12
+  inputs+=("$tmp/seeds")
+else
+  echo "replay.sh: no corpus at $corpus: regression inputs only" >&2
+fi
+existing=()
+for i in "${inputs[@]}"; do [ -e "$i" ] && existing+=("$i"); done
+if "$bin" -help=1 2>&1 | grep -q "libFuzzer"; then
+  exec "$bin" -runs=0 "${existing[@]}"
+fi
+exec "$bin" "${existing[@]}"

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Seed inputs for one fuzz target, copied (never committed) from the real-media corpus.
+
+    seeds.py TARGET CORPUS_DIR OUT_DIR [--limit N]
+
+Writes OUT_DIR/<name> for every seed of TARGET: corpus edge cases (ok, exotic, corrupt, huge),
+a few dozen of the smallest ImageNet-like JPEGs, PNGs (PngSuite included) and BMP/TIFF/WebP
+made from a few PNGs with Pillow (skipped without it), the committed JSON specs and file lists
+in tests/fuzz/seeds/<target>/. Image seeds get the targets' 32 parameter bytes appended
+(tests/fuzz/fuzz_util.h), derived from the file name so seeds are the same on every run.
+--limit N keeps the first N (sorted) for a quick replay. A missing corpus gives fewer seeds.
+"""
+import argparse
+import hashlib
+import io
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PARAM_BYTES = 32
+IMAGE_TARGETS = {"fuzz_jpeg_decoder", "fuzz_jpeg_index", "fuzz_ffmpeg_image_decoder", "fuzz_image_probe"}
+
+
+def files(d, exts=None, recursive=False):
+    if not os.path.isdir(d):
+        return []
+    out = []
+    for root, dirs, names in os.walk(d):
+        dirs.sort()
+        out += [os.path.join(root, n) for n in sorted(names)
+                if exts is None or os.path.splitext(n)[1].lower() in exts]
+        if not recursive:
+            break
+    return out
+
+
+def smallest_imagenet(corpus, n):
+    cands = files(os.path.join(corpus, "imagenet", "train"), {".jpeg", ".jpg"}, recursive=True)
+    return sorted(cands, key=lambda p: (os.path.getsize(p), p))[:n]
+
+
+def converted(pngs):
+    """(name, bytes) of BMP, TIFF and WebP versions of a few PNGs."""
+    try:
+        from PIL import Image
+    except ImportError:
+        print("seeds.py: no Pillow: no BMP/TIFF/WebP seeds", file=sys.stderr)
+        return []
+    out = []
+    for p in pngs:
+        try:
+            im = Image.open(p)
+            im.load()
+        except Exception:
+            continue
+        base = os.path.splitext(os.path.basename(p))[0]
+        for fmt, ext, kw in (("BMP", "bmp", {}), ("TIFF", "tif", {}), ("TIFF", "lzw.tif", {"compression": "tiff_lzw"}),
+                             ("WEBP", "webp", {"quality": 80}), ("WEBP", "lossless.webp", {"lossless": True})):
+            try:
+                src = im if fmt != "BMP" or im.mode in ("1", "L", "P", "RGB", "RGBA") else im.convert("RGB")
+                buf = io.BytesIO()
+                src.save(buf, fmt, **kw)
+                out.append((f"{base}.{ext}", buf.getvalue()))
+            except Exception:
+                pass
+    return out
+
+
+def seeds_for(target, corpus):
+    """(name, path or bytes) pairs."""
+    t = os.path.join(corpus, "tests")
+    jpeg = [os.path.join(t, "jpeg", k) for k in ("ok", "exotic", "corrupt", "huge", "mislabeled")]
+    png = [os.path.join(t, "png", k) for k in ("ok", "ok/pngsuite", "corrupt")]
+    out = []
+    if target in ("fuzz_jpeg_decoder", "fuzz_jpeg_index", "fuzz_image_probe"):
+        for d in jpeg:
+            out += files(d, {".jpg", ".jpeg"})
+        out += smallest_imagenet(corpus, 36)
+    if target in ("fuzz_ffmpeg_image_decoder", "fuzz_image_probe"):
+        pngs = [p for d in png for p in files(d, {".png"})]
+        out += pngs
+        out += files(os.path.join(t, "jpeg", "exotic"), {".jpg"})  # 12-bit, lossless: FFmpeg's
+        small = sorted((p for p in pngs if "/ok/" in p), key=os.path.getsize)
+        out += converted(small[:4] + small[-4:])
+    out += files(os.path.join(HERE, "seeds", target))
+    if target == "fuzz_file_list":
+        m = os.path.join(corpus, "imagenet", "manifest.tsv")
+        if os.path.isfile(m):  # the first lines of the ImageNet-like tree as a file list
+            lines = open(m, encoding="utf-8", errors="replace").read().splitlines()[1:41]
+            text = "".join(f"{l.split(chr(9))[0]} {i % 7}\n" for i, l in enumerate(lines))
+            out.append(("imagenet_list.txt", text.encode()))
+    named = []
+    for s in out:
+        if isinstance(s, tuple):
+            named.append(s)
+        else:
+            named.append((os.path.relpath(s, corpus).replace("/", "_") if s.startswith(corpus) else os.path.basename(s), s))
+    return sorted(named)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("target")
+    ap.add_argument("corpus")
+    ap.add_argument("out")
+    ap.add_argument("--limit", type=int, default=0)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    seeds = seeds_for(a.target, os.path.abspath(a.corpus))
+    if a.limit:
+        step = max(1, len(seeds) // a.limit)  # spread over the kinds, not the first N of one
+        seeds = seeds[::step][:a.limit]
+    for name, src in seeds:
+        data = src if isinstance(src, bytes) else open(src, "rb").read()
+        if a.target in IMAGE_TARGETS:
+            data += hashlib.sha256(name.encode()).digest()[:PARAM_BYTES]
+        with open(os.path.join(a.out, name), "wb") as f:
+            f.write(data)
+    print(f"seeds.py: {len(seeds)} seeds for {a.target} in {a.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
