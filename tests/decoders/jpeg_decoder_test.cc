@@ -67,6 +67,30 @@ TEST(JpegDecoder, ReadInfoMatchesHeader) {
   EXPECT_EQ(cmyk->channels, 4);
 }
 
+// A decoder reused across files decodes each one as a fresh decoder does. libjpeg keeps
+// quantisation and Huffman tables across images on one decompressor; a file lacking a table
+// (fuzz_jpeg_index found both kinds) must not borrow the previous file's, or its outcome
+// would depend on what the worker thread decoded before.
+TEST(JpegDecoder, ReusedDecoderLendsNoTablesToTheNextFile) {
+  HDL_REQUIRE_CORPUS();
+  const fs::path dir = fs::path(HDL_SOURCE_DIR) / "tests/fuzz/regressions/fuzz_jpeg_index";
+  const auto photo = read_file(corpus_tests_dir() / "jpeg/ok/gdk_exif_orientation6_422.jpg");
+  for (const char* name : {"reused_decoder_no_dqt.jpg", "reused_decoder_missing_huffman_tables.jpg"}) {
+    SCOPED_TRACE(name);
+    auto bytes = read_file(dir / name);
+    ASSERT_GT(bytes.size(), 32u);
+    bytes.resize(bytes.size() - 32);  // the fuzz target's parameters
+    auto fresh = make_jpeg_decoder();
+    const auto expected = decode_with(*fresh, bytes, request_for());
+    auto used = make_jpeg_decoder();
+    ASSERT_TRUE(decode_with(*used, photo, request_for()).is_ok());
+    const auto got = decode_with(*used, bytes, request_for());
+    ASSERT_EQ(got.is_ok(), expected.is_ok()) << (got.is_ok() ? expected.status() : got.status()).to_string();
+    if (got.is_ok()) EXPECT_EQ(got->px, expected->px);
+    else EXPECT_EQ(got.status().to_string(), expected.status().to_string());
+  }
+}
+
 // Full decodes are bit-exact with Image.open(p).convert("RGB"), BGR is RGB swapped, and gray
 // is within 1 of convert("L") (exact by construction: Pillow's luma formula on the RGB pixels).
 TEST(JpegDecoder, FullDecodeMatchesPillow) {
