@@ -45,3 +45,8 @@ if [ "${SKIP_TSAN:-0}" != 1 ]; then
   echo "== ThreadSanitizer: the executor's concurrency tests" >&2
   bash .ci/tsan.sh
 fi
+
+if [ "${SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== Fuzzing: every libFuzzer target for ${FUZZ_SECONDS:-60} s" >&2
+  HDL_CORPUS_DIR="$HDL_CORPUS_DIR" FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash .ci/fuzz.sh
+fi
