@@ -21,6 +21,7 @@ inline DecodeRequest random_request(FuzzedDataProvider& p, const ImageInfo& info
   req.apply_orientation = p.ConsumeBool();
   req.allow_partial = p.ConsumeBool();
   req.max_pixels = kDecodeMaxPixels;
+  req.max_scans = 50;  // a progressive file's scans each re-walk the image: keep inputs fast
   const int64_t w = info.oriented_width(req.apply_orientation), h = info.oriented_height(req.apply_orientation);
   if (p.ConsumeBool() && w > 0 && h > 0) {
     Roi& r = req.roi;
