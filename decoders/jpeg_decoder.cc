@@ -131,11 +131,7 @@ class JpegDecoder final : public ImageDecoder {
     err_.pub.emit_message = on_emit_message;
     err_.pub.output_message = on_output_message;
     err_.reset();
-    if (setjmp(err_.jump)) return;  // out of memory: created_ stays false
-    jpeg_create_decompress(&cinfo_);
-    progress_.progress_monitor = on_progress;
-    cinfo_.progress = &progress_;
-    created_ = true;
+    progress_.progress_monitor = on_progress;  // the decompressor is made per file (read_header)
   }
   ~JpegDecoder() override {
     if (created_) jpeg_destroy_decompress(&cinfo_);
