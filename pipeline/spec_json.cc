@@ -184,9 +184,10 @@ TensorRef ref_from_json(const Json& j, const std::string& path, const std::map<s
   if (it == index.end()) fail(path + ".node", "no node named " + quoted(node));
   int output = 0;
   if (auto o = j.find("output"); o != j.end()) {
-    const bool ok = o->is_number_integer() && !o->is_number_unsigned()
-                        ? o->get<int64_t>() >= 0 && o->get<int64_t>() <= std::numeric_limits<int>::max()
-                        : o->is_number_unsigned() && o->get<uint64_t>() <= uint64_t(std::numeric_limits<int>::max());
+    // nlohmann keeps non-negative integers as unsigned, past INT64_MAX too: compare as uint64.
+    constexpr auto kMaxOutput = uint64_t(std::numeric_limits<int>::max());
+    const bool ok = o->is_number_unsigned() ? o->get<uint64_t>() <= kMaxOutput
+                    : o->is_number_integer() && o->get<int64_t>() >= 0 && uint64_t(o->get<int64_t>()) <= kMaxOutput;
     if (!ok)
       fail(path + ".output", std::string("expected an output index in [0, 2147483647], got ") +
                                  (o->is_number() ? o->dump() : kind_of(*o)));
