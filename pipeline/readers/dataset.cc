@@ -181,8 +181,11 @@ Dataset Dataset::parse_file_list(std::istream& in, const std::string& list_path,
   // The paths take fewer bytes than the list.
   d.names_.reserve(static_cast<size_t>(std::min<uintmax_t>(size_hint, uintmax_t(1) << 30)));
   // Read in chunks and split at LF: no per-line allocation, and a line is never longer than
-  // kMaxListLineBytes in memory however long it is in the file.
-  std::vector<char> buf(kListChunk + kMaxListLineBytes + 1);
+  // kMaxListLineBytes in memory however long it is in the file. A list smaller than a chunk
+  // (by its size) is read whole into a buffer of its size; the buffer grows to the full chunk
+  // only if the list turns out longer (a file that grew, a size unknown).
+  const size_t full = kListChunk + kMaxListLineBytes + 1;
+  std::vector<char> buf(size_hint < kListChunk ? static_cast<size_t>(size_hint) + 1 : full);
   size_t have = 0;
   int64_t line_no = 0;
   for (bool eof = false; !eof;) {
@@ -201,6 +204,7 @@ Dataset Dataset::parse_file_list(std::istream& in, const std::string& list_path,
       d.add_list_line(std::string_view(buf.data() + pos, have - pos), list_path, line_no + 1);  // throws: too long
     std::memmove(buf.data(), buf.data() + pos, have - pos);
     have -= pos;
+    if (!eof && buf.size() < full) buf.resize(full);
   }
   if (d.size() == 0) throw ConfigError("file_list \"" + list_path + "\" lists no files");
   // names_ keeps its capacity: the pages reserved past its end were never touched, so cost

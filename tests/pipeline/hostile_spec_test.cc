@@ -12,6 +12,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+
+#include <signal.h>
+#include <sys/stat.h>
 
 #include "pipeline/errors.h"
 #include "pipeline/graph.h"
@@ -208,6 +212,37 @@ TEST_F(HostileFileList, DocumentedAcceptances) {
   EXPECT_EQ(d.relative_path(2), "c\xff.jpg");
   EXPECT_EQ(d.label(2), INT64_MIN);
   EXPECT_EQ(d.label(3), INT64_MAX);
+}
+
+TEST_F(HostileFileList, ListOfUnknownSizeIsReadWhole) {
+  // A FIFO has no size: the parser starts from the smallest buffer and must grow it, keeping
+  // the line cut at the first read whole, and still refuse an over-long line.
+  ::signal(SIGPIPE, SIG_IGN);  // the refused list's writer finds the reader gone
+  const auto through_fifo = [&](const std::string& text) {
+    const fs::path p = dir_ / "list.fifo";
+    fs::remove(p);
+    EXPECT_EQ(::mkfifo(p.c_str(), 0600), 0);
+    std::thread writer([&] { std::ofstream(p, std::ios::binary) << text; });
+    std::string error;
+    Dataset d;
+    try {
+      d = Dataset::file_list(p.string(), "root");
+    } catch (const ConfigError& e) {
+      error = e.what();
+    }
+    writer.join();
+    return std::make_pair(std::move(d), error);
+  };
+  std::string text;
+  for (int i = 0; i < 50000; ++i) text += "dir/img_" + std::to_string(i) + ".jpg " + std::to_string(i % 7) + "\n";
+  auto [d, error] = through_fifo(text);
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(d.size(), 50000);
+  EXPECT_EQ(d.relative_path(0), "dir/img_0.jpg");
+  EXPECT_EQ(d.relative_path(49999), "dir/img_49999.jpg");
+  EXPECT_EQ(d.label(49999), 49999 % 7);
+  error = through_fifo("a.jpg 1\n" + std::string(size_t(2) << 20, 'x')).second;
+  EXPECT_HAS(error, "line 2: line is longer than the limit of 65536 bytes");
 }
 
 TEST_F(HostileFileList, MillionsOfLinesParseLinearly) {
