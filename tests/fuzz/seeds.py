@@ -15,6 +15,7 @@ import hashlib
 import io
 import os
 import shutil
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -67,6 +68,36 @@ def converted(pngs):
     return out
 
 
+def jpeg_crops(paths, max_pixels):
+    """(name, bytes) of lossless jpegtran crops (<= max_pixels, at the origin and inside) of
+    the JPEGs in `paths` larger than max_pixels, baseline and progressive, one with restart
+    markers: their sampling factors and coding modes at a size fuzz_jpeg_index accepts."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return []
+    out = []
+    for p in paths:
+        try:
+            with Image.open(p) as im:
+                w, h = im.size
+        except Exception:
+            continue
+        if w * h <= max_pixels:
+            continue
+        base = os.path.splitext(os.path.basename(p))[0]
+        for tag, args in (("crop", ["-crop", "200x160+0+0"]),
+                          ("crop_in", ["-crop", "176x144+40+24", "-progressive"]),
+                          ("crop_rst", ["-crop", "120x96+16+16", "-restart", "2B"])):
+            try:
+                r = subprocess.run(["jpegtran", "-copy", "all", *args, p], capture_output=True, timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                return out  # no jpegtran (libjpeg-turbo-progs): no crops
+            if r.returncode == 0 and r.stdout:
+                out.append((f"{base}.{tag}.jpg", r.stdout))
+    return out
+
+
 def seeds_for(target, corpus):
     """(name, path or bytes) pairs."""
     t = os.path.join(corpus, "tests")
@@ -77,6 +108,9 @@ def seeds_for(target, corpus):
         for d in jpeg:
             out += files(d, {".jpg", ".jpeg"})
         out += smallest_imagenet(corpus, 36)
+    if target == "fuzz_jpeg_index":  # 64 Kpixel at most: crops of the larger ones
+        out += jpeg_crops([p for d in jpeg for p in files(d, {".jpg", ".jpeg"})] + smallest_imagenet(corpus, 4),
+                          1 << 16)
     if target in ("fuzz_ffmpeg_image_decoder", "fuzz_image_probe"):
         pngs = [p for d in png for p in files(d, {".png"})]
         out += pngs
