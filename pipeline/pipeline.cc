@@ -48,6 +48,7 @@ Pipeline::Pipeline(Pipeline&&) noexcept = default;
 Pipeline& Pipeline::operator=(Pipeline&&) noexcept = default;
 
 std::optional<PipelineOutput> Pipeline::next() { return impl_->next(); }
+bool Pipeline::wait_next(std::chrono::nanoseconds timeout) { return impl_->wait_next(timeout); }
 int64_t Pipeline::epoch() const { return impl_->epoch(); }
 int64_t Pipeline::batches_per_epoch() const { return impl_->batches_per_epoch(); }
 void Pipeline::reset(int64_t epoch) { impl_->reset(epoch); }

@@ -20,6 +20,7 @@
 // (in-flight samples finish, the rest are dropped); Batches already handed out stay valid.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -123,6 +124,10 @@ class Pipeline {
   /// sample failed under raise (the failed batch is lost; the next call goes on with the next
   /// batch).
   std::optional<PipelineOutput> next();
+  /// Waits up to `timeout` for what next() would return to be ready (a batch finished, or the
+  /// end of the epoch): true when next() will not block. Throws as next() does for an epoch
+  /// without an order. For a consumer's deadline (HabanaDataLoader's timeout=).
+  bool wait_next(std::chrono::nanoseconds timeout);
 
   /// The epoch next() is in, and how many batches it has.
   int64_t epoch() const;

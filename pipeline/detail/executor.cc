@@ -458,6 +458,14 @@ std::optional<PipelineOutput> Executor::next() {
   return take(*job);
 }
 
+bool Executor::wait_next(std::chrono::nanoseconds timeout) {
+  fill_pipeline();
+  if (next_batch_ >= plan_for(epoch_)->num_batches() || in_flight_.empty()) return true;
+  const std::shared_ptr<Job> job = in_flight_.front();
+  std::unique_lock lock(core_->mu);
+  return core_->cv.wait_for(lock, timeout, [&] { return job->done; });
+}
+
 PipelineState Executor::state() const {
   std::lock_guard position(position_mu_);
   return PipelineState{epoch_, next_batch_, consumed_failures_, fingerprint_};

@@ -6,6 +6,7 @@
 #include <tbb/task_arena.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -74,6 +75,7 @@ class Executor {
   ~Executor();
 
   std::optional<PipelineOutput> next();
+  bool wait_next(std::chrono::nanoseconds timeout);
   int64_t epoch() const { return epoch_; }
   int64_t batches_per_epoch() const { return plan_for(epoch_)->num_batches(); }
   void reset(int64_t epoch, int64_t batch = 0);

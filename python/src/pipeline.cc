@@ -4,6 +4,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+
 #include "pipeline/errors.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/spec_json.h"
@@ -163,6 +165,12 @@ void bind_pipeline(py::module_& m) {
            py::arg("options"), py::arg("functions") = py::dict())
       .def("next", &PyPipeline::next, py::arg("numpy") = false)
       .def("reset", &PyPipeline::reset, py::arg("epoch"))
+      .def("wait_next", [](PyPipeline& p, double seconds) {
+        Pipeline& pipe = p.pipe();
+        py::gil_scoped_release nogil;
+        return pipe.wait_next(std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::duration<double>(seconds)));
+      }, py::arg("seconds"), "True when next() will not block, waiting up to `seconds` for it")
       .def("set_epoch_order", &PyPipeline::set_epoch_order, py::arg("epoch"), py::arg("order"))
       .def("state", [](PyPipeline& p) { return p.pipe().state().to_string(); })
       .def_property_readonly("position", [](PyPipeline& p) {

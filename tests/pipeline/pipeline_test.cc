@@ -176,6 +176,18 @@ TEST_F(PipelineTest, EarlyStopUnderLoadShutsDownCleanly) {
   EXPECT_LT(seconds, 60.0);  // a hang would hit the ctest timeout long before
 }
 
+TEST_F(PipelineTest, WaitNextTimesOutOnASlowBatchAndThenSucceeds) {
+  TempImageFolder folder(1, 4);
+  // One thread, 4 samples of 300 ms each: the first batch (4 samples) takes 1.2 s.
+  Pipeline pipe(slow_spec(folder.root().string(), 300000), {.batch_size = 4, .num_threads = 1, .seed = 1},
+                test_registry());
+  EXPECT_FALSE(pipe.wait_next(std::chrono::milliseconds(10)));
+  EXPECT_TRUE(pipe.wait_next(std::chrono::seconds(60)));
+  ASSERT_TRUE(pipe.next());  // ready: does not block
+  EXPECT_TRUE(pipe.wait_next(std::chrono::seconds(0)));  // the end of the epoch is ready at once
+  EXPECT_FALSE(pipe.next());
+}
+
 TEST_F(PipelineTest, BatchesOutliveThePipeline) {
   TempImageFolder folder(2, 8);
   std::optional<PipelineOutput> kept;
