@@ -22,7 +22,11 @@ from ._graph import DataNode
 
 
 class Unsupported(Exception):
-    """The dataset or transform cannot run natively; str() is the reason."""
+    """The dataset or transform cannot run natively: ``reasons`` lists why, str() joins them."""
+
+    def __init__(self, reasons: Any):
+        self.reasons: List[str] = [reasons] if isinstance(reasons, str) else list(reasons)
+        super().__init__("; ".join(self.reasons))
 
 
 _INTERP = {"nearest": "nearest", "bilinear": "bilinear", "bicubic": "bicubic", "box": "box",
@@ -58,7 +62,8 @@ def _hw(size: Any) -> List[int]:
 
 
 def unwrap_dataset(dataset: Any) -> Tuple[DatasetFolder, Optional[List[int]]]:
-    """The ImageFolder/DatasetFolder under any Subsets, and the index map they make."""
+    """The ImageFolder/DatasetFolder under any Subsets, and the index map they make; raises
+    Unsupported listing every reason it is not one the pipeline can read."""
     indices: Optional[List[int]] = None
     ds = dataset
     while isinstance(ds, Subset):
@@ -67,20 +72,85 @@ def unwrap_dataset(dataset: Any) -> Tuple[DatasetFolder, Optional[List[int]]]:
         ds = ds.dataset
     if not isinstance(ds, DatasetFolder):
         raise Unsupported(f"the dataset is a {type(ds).__name__}, not a torchvision ImageFolder/DatasetFolder (or a Subset of one)")
+    reasons = []
     if type(ds).__getitem__ is not DatasetFolder.__getitem__:
-        raise Unsupported(f"{type(ds).__name__} overrides __getitem__")
+        reasons.append(f"{type(ds).__name__} overrides __getitem__")
     if ds.loader not in (default_loader, pil_loader):
-        raise Unsupported(f"the dataset's loader is {getattr(ds.loader, '__name__', ds.loader)!r}, not torchvision's default image loader")
+        reasons.append(f"the dataset's loader is {getattr(ds.loader, '__name__', ds.loader)!r}, not torchvision's default image loader")
     if ds.target_transform is not None:
-        raise Unsupported("target_transform is set")
+        reasons.append("target_transform is set")
+    if reasons:
+        e = Unsupported(reasons)
+        e.dataset = ds  # its transform can still be checked, to list every blocker
+        raise e
     return ds, indices
+
+
+# The known transforms. A subclass maps as its base when it inherits how the base transforms
+# (forward / __call__ / get_params): its behaviour then is the attributes the mapping reads.
+_KNOWN = (T.Compose, T.ToTensor, T.PILToTensor, T.ConvertImageDtype, T.Normalize, T.RandomResizedCrop,
+          T.Resize, T.CenterCrop, T.RandomCrop, T.ColorJitter, T.Grayscale, T.Pad, T.GaussianBlur,
+          T.RandomHorizontalFlip, T.RandomVerticalFlip)
+_BEHAVIOUR = ("forward", "__call__", "get_params")
+
+
+def _kind(t: Any) -> Optional[type]:
+    """The known transform class `t` behaves as, or None."""
+    cls = type(t)
+    for base in cls.__mro__:
+        if base in _KNOWN:
+            same = all(getattr(cls, m, None) is getattr(base, m, None) for m in _BEHAVIOUR)
+            return base if same else None
+    return None
+
+
+def _delegate_code(self, img):  # the shape of a preset's __call__: return self.<attr>(img)
+    return self.transforms(img)
+
+
+def _delegate(t: Any) -> Any:
+    """What a callable wrapper calls, when its class's __call__ is exactly ``return
+    self.<attr>(img)`` (torchvision's ClassificationPresetTrain/Eval and their copies), else
+    None. Compared as bytecode, so a wrapper that does anything more is not taken."""
+    call = getattr(type(t), "__call__", None)
+    code = getattr(call, "__code__", None)
+    ref = _delegate_code.__code__
+    if code is None or type(t).__module__.startswith(("torch.", "torchvision.")):
+        return None
+    if (code.co_code != ref.co_code or code.co_argcount != 2 or code.co_kwonlyargcount or
+            (code.co_flags ^ ref.co_flags) & 0xFFFF or len(code.co_names) != 1):  # __future__ flags aside
+        return None
+    return getattr(t, code.co_names[0], None)
+
+
+def _expand_image_classification(t: Any) -> Optional[List[Any]]:
+    """torchvision's ImageClassification preset (``weights.transforms()``) as the transforms
+    it is: resize, center crop, to tensor (float), normalize; None for anything else."""
+    try:
+        from torchvision.transforms._presets import ImageClassification
+    except ImportError:
+        return None
+    if type(t) is not ImageClassification:
+        return None
+    antialias = getattr(t, "antialias", True)
+    return [T.Resize(list(t.resize_size), interpolation=t.interpolation, antialias=antialias),
+            T.CenterCrop(list(t.crop_size)), T.PILToTensor(), T.ConvertImageDtype(torch.float32),
+            T.Normalize(list(t.mean), list(t.std))]
 
 
 def _flatten(t: Any) -> List[Any]:
     if t is None:
         return []
-    if type(t) is T.Compose:
+    if _kind(t) is T.Compose:
         return [x for sub in t.transforms for x in _flatten(sub)]
+    if isinstance(t, (list, tuple)):  # a wrapper's list of transforms
+        return [x for sub in t for x in _flatten(sub)]
+    expanded = _expand_image_classification(t)
+    if expanded is not None:
+        return expanded
+    inner = _delegate(t)
+    if inner is not None and inner is not t:
+        return _flatten(inner)
     return [t]
 
 
@@ -90,14 +160,17 @@ _PIL_STAGE = (T.RandomResizedCrop, T.Resize, T.CenterCrop, T.RandomCrop, T.Color
 
 
 def _split(transform: Any):
-    """(PIL-stage transforms, 'ToTensor'/'PILToTensor', tensor-stage Normalize or None)."""
+    """(PIL-stage transforms, float output, tensor-stage Normalize or None); raises Unsupported
+    listing every transform that has no native mapping."""
     ts = _flatten(transform)
     pil: List[Any] = []
     to_tensor = None
     float_out = False
     normalize = None
+    reasons: List[str] = []
     for t in ts:
-        kind = type(t)
+        kind = _kind(t)
+        name = type(t).__name__
         if to_tensor is None:
             if kind is T.ToTensor:
                 to_tensor, float_out = "ToTensor", True
@@ -106,21 +179,24 @@ def _split(transform: Any):
             elif kind in _PIL_STAGE:
                 pil.append(t)
             else:
-                raise Unsupported(f"transform {kind.__name__} has no native mapping")
+                reasons.append(f"transform {name} has no native mapping")
         elif kind in _FLIPS:
             pil.append(t)  # flips commute with the per-pixel conversion
         elif kind is T.ConvertImageDtype:
             if t.dtype != torch.float32:
-                raise Unsupported(f"ConvertImageDtype({t.dtype}) (only torch.float32 is native)")
+                reasons.append(f"ConvertImageDtype({t.dtype}) (only torch.float32 is native)")
             float_out = True
         elif kind is T.Normalize and normalize is None:
             if not float_out:
-                raise Unsupported("Normalize on a uint8 tensor (torch would fail too)")
+                reasons.append("Normalize on a uint8 tensor (torch would fail too)")
             normalize = t
         else:
-            raise Unsupported(f"transform {kind.__name__} after {to_tensor} has no native mapping")
+            reasons.append(f"transform {name} after {to_tensor} has no native mapping")
     if to_tensor is None:
-        raise Unsupported("the transform does not end in a tensor (no ToTensor/PILToTensor): torch's default collate cannot batch PIL images either")
+        reasons.append("the transform does not end in a tensor (no ToTensor/PILToTensor): torch's default collate "
+                       "cannot batch PIL images either")
+    if reasons:
+        raise Unsupported(reasons)
     return pil, float_out, normalize
 
 
@@ -135,25 +211,25 @@ def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
     if not fused or not pil:
         return args, 0
     first = pil[0]
-    if type(first) is T.RandomResizedCrop:
+    if _kind(first) is T.RandomResizedCrop:
         args.update(random_crop="resized", scale=list(first.scale), ratio=list(first.ratio),
                     resize=_hw(first.size), interpolation=_interp(first.interpolation, "RandomResizedCrop"),
                     antialias=True)  # PIL images are always resampled with antialiasing
         i = 1
-    elif type(first) is T.Resize:
+    elif _kind(first) is T.Resize:
         size = [first.size] if isinstance(first.size, int) else list(first.size)
         args.update(resize=size, interpolation=_interp(first.interpolation, "Resize"), antialias=True)
         if first.max_size:
             args["max_size"] = int(first.max_size)
         i = 1
-    if i < len(pil) and type(pil[i]) is T.CenterCrop:
+    if i < len(pil) and _kind(pil[i]) is T.CenterCrop:
         args["center_crop"] = _hw(pil[i].size)
         i += 1
     return args, i
 
 
 def _map_one(t: Any, x: DataNode) -> DataNode:
-    kind = type(t)
+    kind = _kind(t)
     if kind is T.RandomResizedCrop:
         _require("random_resized_crop")
         return fn.random_resized_crop(x, size=_hw(t.size), scale=list(t.scale), ratio=list(t.ratio),
@@ -191,7 +267,7 @@ def _map_one(t: Any, x: DataNode) -> DataNode:
         _require("gaussian_blur")
         return fn.gaussian_blur(x, kernel_size=[int(k) for k in t.kernel_size],
                                 sigma=[float(s) for s in t.sigma])
-    raise Unsupported(f"transform {kind.__name__} has no native mapping")
+    raise Unsupported(f"transform {type(t).__name__} has no native mapping")
 
 
 def _pad(padding: Any, fill: Any, mode: str, x: DataNode) -> DataNode:
@@ -211,14 +287,14 @@ def image_graph(transform: Any, jpeg_index_mb: Optional[int] = None) -> Callable
         dec_args["index_cache_mb"] = int(jpeg_index_mb)
     rest = pil[taken:]
     for t in rest:  # fail now rather than at iteration
-        if type(t) is T.Pad:
+        if _kind(t) is T.Pad:
             _require("pad")
     _require("crop_mirror_normalize" if float_out else "transpose")
 
     # A horizontal flip last before the tensor conversion becomes crop_mirror_normalize's mirror,
     # drawn by a coin_flip of the same probability: one pass over the pixels instead of two.
     mirror_p = None
-    if float_out and rest and type(rest[-1]) is T.RandomHorizontalFlip and _has("crop_mirror_normalize", "mirror"):
+    if float_out and rest and _kind(rest[-1]) is T.RandomHorizontalFlip and _has("crop_mirror_normalize", "mirror"):
         mirror_p = float(rest[-1].p)
         rest = rest[:-1]
 

@@ -1,20 +1,25 @@
-"""HabanaDataLoader: a drop-in for torch.utils.data.DataLoader.
+"""HabanaDataLoader: a drop-in for torch.utils.data.DataLoader (a subclass of it).
 
 A torchvision ImageFolder/DatasetFolder (or a Subset of one) whose transform the pipeline can
 express runs natively: threads instead of worker processes, no pickling, no per-sample Python.
-Anything else is a plain ``torch.utils.data.DataLoader`` built from the same arguments, and
-the reason is logged and warned once (``.native``, ``.fallback_reason``; ``strict=True``
-raises instead).
+Anything else runs torch's own DataLoader code (the loader *is* one: the same iterators,
+workers, warnings and errors), with every reason listed in ``.fallback_reason``, logged, and
+warned once per process (``strict=True`` raises instead).
 
 Native semantics: each epoch's index order comes from the loader's own sampler / batch
 sampler (built by torch from the same arguments, iterated in Python), so shuffle=False is
 torch's exact order, and RandomSampler, SubsetRandomSampler, DistributedSampler (set_epoch),
-drop_last and generator behave as in torch. Labels are the dataset's own ``samples``.
+drop_last and generator behave as in torch; the base seed and the permutation are drawn when
+torch's iterators draw them (the permutation at ``iter()`` with workers, at the first
+``next()`` without), and persistent_workers=True draws no new base seed after the first
+epoch. Labels are the dataset's own ``samples``; batches are ``[images, labels]`` lists, as
+torch's default_collate makes them.
 
 One C++ pipeline serves the loader's whole life: its file list is the dataset in dataset
 order (file list line i is ``dataset[i]``), and each ``iter(loader)`` hands it that epoch's
 flattened batch order with ``set_epoch_order(epoch, order)``; the pipeline prefetches within
-the epoch and is never rebuilt between epochs.
+the epoch and is never rebuilt between epochs. An iterator displaced by a newer ``iter()``
+still works, as torch's do: on its next ``next()`` it builds a pipeline of its own.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import os
 import tempfile
 import warnings
 import weakref
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, List, Optional, TypeVar
 
 import numpy as np
 import torch
@@ -43,6 +48,19 @@ _TORCH_PARAMS = set(inspect.signature(DataLoader.__init__).parameters) - {"self"
 _STATE_FORMAT = "habana-dataloader-state-v2"
 _STATE_FORMATS = ("habana-dataloader-state-v1", _STATE_FORMAT)
 _SEED_MASK = (1 << 63) - 1
+T_co = TypeVar("T_co", covariant=True)
+_warned: set = set()  # messages warned in this process (each is warned once, logged always)
+
+
+def _say_once(msg: str, category=RuntimeWarning, stacklevel: int = 3) -> None:
+    """Warns `msg` the first time this process says it; logs it every time (WARNING the first
+    time, INFO after), so a script building many loaders is not flooded."""
+    if msg in _warned:
+        log.info(msg)
+        return
+    _warned.add(msg)
+    log.warning(msg)
+    warnings.warn(msg, category, stacklevel=stacklevel + 1)
 
 
 def _unlink(path: str) -> None:
@@ -70,8 +88,9 @@ def _resolve_device(device: Optional[str]) -> Optional[torch.device]:
     return d
 
 
-class HabanaDataLoader:
-    """``torch.utils.data.DataLoader``'s signature and defaults, plus keyword-only extras:
+class HabanaDataLoader(DataLoader[T_co]):
+    """``torch.utils.data.DataLoader``'s signature and defaults (it is a subclass), plus
+    keyword-only extras:
 
     Args:
         threads: worker threads of the native pipeline (default: num_workers if > 0, else
@@ -89,6 +108,13 @@ class HabanaDataLoader:
             is slower), and later epochs entropy-decode only the blocks around each crop (same
             pixels). About 11% of a file's size for a full index; the budget is shared out
             over the dataset, with coarser indexes when it is small.
+
+    torch's arguments on the native path: ``timeout`` is a deadline per batch (RuntimeError
+    "DataLoader timed out after N seconds", as torch's); ``num_workers`` sets the thread count
+    when ``threads`` is not given; ``worker_init_fn`` and ``multiprocessing_context`` have no
+    worker process to apply to: no Python code runs per sample, and the augmentations draw
+    from the pipeline's seed (torch's base seed). The loader says so (``native_notes``,
+    warned once per process) instead of ignoring them silently.
     """
 
     def __init__(self, dataset, batch_size: Optional[int] = 1, shuffle: Optional[bool] = None,
@@ -98,13 +124,21 @@ class HabanaDataLoader:
                  prefetch_factor: Optional[int] = None, persistent_workers: bool = False,
                  pin_memory_device: str = "", threads: Optional[int] = None,
                  device: Optional[str] = None, seed: Optional[int] = None,
-                 on_error: str = "raise", strict: bool = False, jpeg_index_mb: int = 512):
+                 on_error: str = "raise", strict: bool = False, jpeg_index_mb: int = 512,
+                 **torch_kwargs: Any):
+        unknown = sorted(set(torch_kwargs) - _TORCH_PARAMS)
+        if unknown:
+            raise TypeError(f"HabanaDataLoader.__init__() got an unexpected keyword argument {unknown[0]!r}")
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"HabanaDataLoader() argument 'on_error' must be 'raise' or 'skip', got {on_error!r}")
+        if isinstance(jpeg_index_mb, bool) or not isinstance(jpeg_index_mb, int) or jpeg_index_mb < 0:
+            raise ValueError(f"HabanaDataLoader() argument 'jpeg_index_mb' must be an int >= 0, got {jpeg_index_mb!r}")
         args = dict(dataset=dataset, batch_size=batch_size, shuffle=shuffle, sampler=sampler,
                     batch_sampler=batch_sampler, num_workers=num_workers, collate_fn=collate_fn,
                     pin_memory=pin_memory, drop_last=drop_last, timeout=timeout,
                     worker_init_fn=worker_init_fn, multiprocessing_context=multiprocessing_context,
                     generator=generator, prefetch_factor=prefetch_factor,
-                    persistent_workers=persistent_workers, pin_memory_device=pin_memory_device)
+                    persistent_workers=persistent_workers, pin_memory_device=pin_memory_device, **torch_kwargs)
         if seed is not None and generator is None:  # seed= also fixes the shuffle order
             args["generator"] = torch.Generator().manual_seed(int(seed))
         # torch validates the arguments and builds sampler / batch_sampler exactly as usual.
@@ -113,11 +147,7 @@ class HabanaDataLoader:
         # recorded here, re-issued below if the loader falls back.
         with warnings.catch_warnings(record=True) as torch_warnings:
             warnings.simplefilter("always")
-            self._torch = DataLoader(**targs)
-        if on_error not in ("raise", "skip"):
-            raise ValueError(f"HabanaDataLoader() argument 'on_error' must be 'raise' or 'skip', got {on_error!r}")
-        if isinstance(jpeg_index_mb, bool) or not isinstance(jpeg_index_mb, int) or jpeg_index_mb < 0:
-            raise ValueError(f"HabanaDataLoader() argument 'jpeg_index_mb' must be an int >= 0, got {jpeg_index_mb!r}")
+            super().__init__(**targs)
         self.jpeg_index_mb = jpeg_index_mb
         self.threads = threads if threads is not None else (num_workers if num_workers > 0 else 0)
         self.device, self.seed, self.on_error, self.strict = device, seed, on_error, strict
@@ -125,12 +155,11 @@ class HabanaDataLoader:
         # As torch's iterator: pin only with CUDA unless a pin_memory_device is named.
         self._pin_device = pin_memory_device or None
         self._pin = bool(pin_memory) and (torch.cuda.is_available() or self._pin_device is not None)
-        self._pin_warn = bool(pin_memory) and not self._pin
         self._prefetch = max(1, int(prefetch_factor or 2))
         self._epoch = 0
         self._iter: Optional[_NativeIter] = None
+        self._torch_it: Any = None  # the fallback path's newest torch iterator
         self._resume: Optional[Dict[str, Any]] = None
-        self._torch_yielded = 0
         # The native pipeline: one per loader, built with _pipe_seed (None: the first epoch's
         # base seed). _pipelines_built counts C++ pipelines built, for tests and benchmarks.
         self._pipe: Optional[Pipeline] = None
@@ -138,6 +167,7 @@ class HabanaDataLoader:
         self._pipelines_built = 0
         self._list_path: Optional[str] = None
         self.fallback_reason: Optional[str] = None
+        self.native_notes: List[str] = []
         try:
             self._plan(args)
         except Unsupported as e:
@@ -149,24 +179,47 @@ class HabanaDataLoader:
             self._drop_pipeline()
             if strict:
                 raise ValueError(f"HabanaDataLoader(strict=True) cannot run natively: {self.fallback_reason}")
-            msg = f"HabanaDataLoader: using torch.utils.data.DataLoader because {self.fallback_reason}"
-            log.warning(msg)
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            _say_once(f"HabanaDataLoader: using torch.utils.data.DataLoader because {self.fallback_reason}")
             for w in torch_warnings:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            return
+        if worker_init_fn is not None:
+            self.native_notes.append("worker_init_fn is not called: the native path has no worker processes and "
+                                     "runs no Python per sample (augmentations draw from the pipeline's seed)")
+        if multiprocessing_context is not None:
+            self.native_notes.append("multiprocessing_context is not used: the native path starts threads, not processes")
+        if bool(pin_memory) and not self._pin:
+            self.native_notes.append("pin_memory=True without CUDA: batches are not pinned (as torch's)")
+        for note in self.native_notes:
+            if not note.startswith("pin_memory"):  # torch says nothing there either
+                _say_once(f"HabanaDataLoader: {note}", UserWarning)
 
     # ---- what runs natively -----------------------------------------------------------------
     def _plan(self, a: Dict[str, Any]) -> None:
+        """Raises Unsupported listing every reason the loader cannot run natively."""
+        reasons: List[str] = []
         if a["batch_size"] is None and a["batch_sampler"] is None:
-            raise Unsupported("batch_size=None (no automatic batching)")
+            reasons.append("batch_size=None (no automatic batching)")
         if a["collate_fn"] not in (None, default_collate):
-            raise Unsupported("a collate_fn is given")
-        bs = self._torch.batch_sampler
-        if type(bs) is not BatchSampler:
-            raise Unsupported(f"batch_sampler is a {type(bs).__name__}, not torch's BatchSampler")
-        base, self._index_map = unwrap_dataset(a["dataset"])
+            reasons.append("a collate_fn is given")
+        bs = self.batch_sampler
+        if bs is not None and type(bs) is not BatchSampler:
+            reasons.append(f"batch_sampler is a {type(bs).__name__}, not torch's BatchSampler")
+        base = None
+        try:
+            base, self._index_map = unwrap_dataset(a["dataset"])
+            folder = base
+        except Unsupported as e:
+            reasons += e.reasons
+            folder = getattr(e, "dataset", None)  # a folder with other blockers: check its transform too
+        if folder is not None:
+            try:
+                self._wire = image_graph(folder.transform, jpeg_index_mb=self.jpeg_index_mb)
+            except Unsupported as e:
+                reasons += e.reasons
+        if reasons:
+            raise Unsupported(reasons)
         self._samples = base.samples
-        self._wire = image_graph(base.transform, jpeg_index_mb=self.jpeg_index_mb)
         self._batch_size = bs.batch_size
         self._last_batch = "drop" if bs.drop_last else "partial"
         if len(a["dataset"]) == 0:
@@ -198,12 +251,7 @@ class HabanaDataLoader:
             raise
         return path
 
-    def _pipeline(self, seed: int) -> Pipeline:
-        """The loader's pipeline with this seed: the one it has, or a new one (rare: the first
-        epoch without seed=, close(), or a state saved with another seed)."""
-        if self._pipe is not None and self._pipe.seed == seed:
-            return self._pipe
-        self._drop_pipeline()
+    def _new_pipeline(self, seed: int) -> Pipeline:
         pipe = Pipeline(batch_size=self._batch_size, num_threads=self.threads,
                         prefetch_depth=self._prefetch, seed=seed, on_error=self.on_error)
         with pipe:
@@ -212,8 +260,16 @@ class HabanaDataLoader:
             pipe.set_outputs(self._wire(files), labels)
         pipe.build()
         self._pipelines_built += 1
-        self._pipe = pipe
         return pipe
+
+    def _pipeline(self, seed: int) -> Pipeline:
+        """The loader's pipeline with this seed: the one it has, or a new one (rare: the first
+        epoch without seed=, close(), or a state saved with another seed)."""
+        if self._pipe is not None and self._pipe.seed == seed:
+            return self._pipe
+        self._drop_pipeline()
+        self._pipe = self._new_pipeline(seed)
+        return self._pipe
 
     def _drop_pipeline(self) -> None:
         if self._pipe is not None:
@@ -221,182 +277,280 @@ class HabanaDataLoader:
             self._pipe = None
 
     # ---- DataLoader interface ------------------------------------------------------------
-    def __len__(self) -> int:
-        return len(self._torch)
-
-    def __getattr__(self, name: str) -> Any:
-        # dataset, batch_size, sampler, batch_sampler, drop_last, generator, ... as torch's.
-        if name.startswith("__") or name == "_torch":
-            raise AttributeError(name)
-        return getattr(self._torch, name)
-
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self):
         if not self.native:
-            return self._torch_iter()
+            return self._fallback_iter()
         resume, self._resume = self._resume, None
-        if self._iter is not None:
-            self._iter.detach()  # one pipeline per loader: the newest iterator owns it
-        if self._pin_warn:
-            self._pin_warn = False
-            warnings.warn("HabanaDataLoader: pin_memory=True but CUDA is not available: batches are not pinned")
+        it = self._iter
+        if it is not None and self.persistent_workers and self.num_workers > 0 and not it.displaced:
+            # torch's persistent iterator: the same object, reset (an unfinished epoch starts
+            # over, as torch's _reset), and no new base seed.
+            it._start(resume, first=False)
+            return it
+        if it is not None and not it.finished:
+            it.displace()  # it goes on with a pipeline of its own if used again
         self._iter = _NativeIter(self, resume)
         return self._iter
 
-    def _torch_iter(self) -> Iterator[Any]:
+    def _fallback_iter(self):
+        """torch's own iterator (workers, warnings, errors and all), positioned for a resume."""
+        prev = self._torch_it
+        if prev is not None and _torch_iter_done(prev):
+            self._epoch += 1
         skip, self._resume = (self._resume or {}).get("batches_yielded", 0), None
-        self._torch_yielded = 0
-        for k, batch in enumerate(self._torch):
-            self._torch_yielded = k + 1
-            if k >= skip:
-                yield batch
-        self._epoch += 1
-        self._torch_yielded = 0
+        it = super().__iter__()
+        self._torch_it = it
+        for _ in range(skip):  # the batches a saved state had already handed out
+            next(it)
+        return it
 
     def state_dict(self) -> Dict[str, Any]:
         """The position, as torchdata's StatefulDataLoader: ``load_state_dict`` on a new
         loader with the same arguments resumes mid-epoch with exactly the remaining batches,
         and the epochs after it draw what this loader's would (from ``generator`` when one
         is given; torch's global RNG is the caller's to restore)."""
-        gen = self._torch.generator
+        gen = self.generator
         state: Dict[str, Any] = {"format": _STATE_FORMAT, "native": self.native, "epoch": self._epoch,
                                  "batches_yielded": 0, "generator": gen.get_state() if gen is not None else None}
         if not self.native:
-            state["batches_yielded"] = self._torch_yielded
+            it = self._torch_it
+            if it is not None and _torch_iter_done(it):
+                state["epoch"] = self._epoch + 1
+            elif it is not None:
+                state["batches_yielded"] = int(it._num_yielded)
             return state
         state["seed"] = self._pipe_seed
         it = self._iter
-        if it is not None and not it.finished and not it.detached:
-            state.update(epoch=it.epoch, batches_yielded=it.yielded, seed=it.seed,
-                         order=torch.from_numpy(it.order.astype(np.int32 if it.order.size and 0 <= it.order.min()
-                                                               and it.order.max() < 2**31 else np.int64)),
-                         generator=it.generator_after)
+        if it is not None and not it.finished and not it.displaced:
+            if it.order is None:  # iter() was called, its permutation not drawn yet
+                state.update(epoch=it.epoch, generator=it.generator_before)
+            else:
+                order = it.order
+                small = order.size and 0 <= order.min() and order.max() < 2**31
+                state.update(epoch=it.epoch, batches_yielded=it.yielded, seed=it.seed,
+                             order=torch.from_numpy(order.astype(np.int32 if small else np.int64)),
+                             generator=it.generator_after)
         return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         if not isinstance(state, dict) or state.get("format") not in _STATE_FORMATS:
             raise ValueError("not a HabanaDataLoader.state_dict()")
         self._epoch = int(state["epoch"])
-        gen = self._torch.generator
+        gen = self.generator
         v1_mid_epoch = state["format"] != _STATE_FORMAT and "order" in state
         if gen is not None and state.get("generator") is not None and not v1_mid_epoch:
             gen.set_state(state["generator"])
         if self.native and state.get("seed") is not None:  # the pipeline seed it ran with
             self._pipe_seed = int(state["seed"])
+        self._torch_it = None
         self._resume = dict(state)
 
     def close(self) -> None:
         """Stops the native pipeline's threads now (a later ``iter()`` builds it again)."""
         if self._iter is not None:
-            self._iter.detach()
+            self._iter.displace()
         self._drop_pipeline()
 
 
+def _torch_iter_done(it: Any) -> bool:
+    try:
+        return it._num_yielded >= len(it)
+    except TypeError:  # an IterableDataset without __len__
+        return False
+
+
 class _NativeIter:
-    """One epoch: the order from the batch sampler, given to the loader's pipeline, batches as
-    torch's."""
+    """One epoch (several, for persistent_workers): the order from the batch sampler, given to
+    the loader's pipeline, batches as torch's."""
 
     def __init__(self, loader: HabanaDataLoader, resume: Optional[Dict[str, Any]]):
         self.loader = loader
+        self._own: Optional[Pipeline] = None  # a pipeline of its own, once displaced
+        self.displaced = False
+        self._start(resume, first=True)
+
+    def _start(self, resume: Optional[Dict[str, Any]], first: bool) -> None:
+        loader = self.loader
         self.epoch = loader._epoch
         self.finished = False
-        self.detached = False
-        gen = loader._torch.generator
-        start = 0
+        self.yielded = 0
+        self.order: Optional[np.ndarray] = None
+        self._bad: List[int] = []
+        self._pipe: Optional[Pipeline] = None
+        self._timeout = float(loader.timeout)
+        gen = loader.generator
+        self.generator_before = gen.get_state() if gen is not None else None
+        self.generator_after = self.generator_before
         if resume and resume.get("order") is not None:
             order = resume["order"]
-            self.order = np.asarray(order.numpy() if isinstance(order, torch.Tensor) else order, dtype=np.int64)
             self.seed = int(resume["seed"])
-            start = int(resume["batches_yielded"])
-        else:
-            # As torch's _BaseDataLoaderIter: sampler iterator, then the base seed, then indices.
-            it = iter(loader._torch.batch_sampler)
+            self._set_order(np.asarray(order.numpy() if isinstance(order, torch.Tensor) else order, dtype=np.int64),
+                            int(resume["batches_yielded"]))
+            return
+        # As torch's _BaseDataLoaderIter: the sampler iterator, then the base seed (not again
+        # for a persistent iterator); the indices come with the first next(), or now when
+        # torch's workers would take their first indices now.
+        self._sampler_iter = iter(loader.batch_sampler)
+        if first:
             base_seed = torch.empty((), dtype=torch.int64).random_(generator=gen).item()
-            self.order = np.array([int(i) for batch in it for i in batch], dtype=np.int64)
-            if self.order.size and self.order.min() < 0:  # dataset[-1], as Python indexing
-                self.order = np.where(self.order < 0, self.order + len(loader._torch.dataset), self.order)
             if loader._pipe_seed is None:  # the first epoch of a loader without seed=
                 loader._pipe_seed = base_seed & _SEED_MASK
-            self.seed = loader._pipe_seed
+        self.seed = loader._pipe_seed
+        if loader.num_workers > 0:
+            self._draw_order()
+
+    def _draw_order(self) -> None:
+        order = np.array([int(i) for batch in self._sampler_iter for i in batch], dtype=np.int64)
+        gen = self.loader.generator
         # The state the next epoch's draws start from (what a resumed loader restores).
         self.generator_after = gen.get_state() if gen is not None else None
+        self._set_order(order, 0)
+
+    def _set_order(self, order: np.ndarray, start: int) -> None:
+        loader = self.loader
+        n = len(loader.dataset)
+        if order.size and order.min() < 0:  # dataset[-1], as Python indexing
+            order = np.where((order < 0) & (order >= -n), order + n, order)
+        self.order = order
         bs = loader._batch_size
-        n = int(self.order.size)
-        self.num_batches = n // bs if loader._last_batch == "drop" else (n + bs - 1) // bs
+        self.num_batches = order.size // bs if loader._last_batch == "drop" else (order.size + bs - 1) // bs
         if not 0 <= start <= self.num_batches:
             raise ValueError(f"state's batch {start} is outside epoch {self.epoch} ({self.num_batches} batches)")
+        # A batch with an index outside the dataset raises IndexError when its turn comes, as
+        # torch's fetch does; the pipeline walks the other batches.
+        out = (order < 0) | (order >= n)
+        if out.any():
+            self._bad = sorted({int(i) // bs for i in np.flatnonzero(out) if int(i) // bs < self.num_batches})
+            keep = np.ones(order.size, dtype=bool)
+            for k in self._bad:
+                keep[k * bs:(k + 1) * bs] = False
+            self._pipe_order = order[keep]
+        else:
+            self._pipe_order = order
         self.yielded = start
-        self._pipe: Optional[Pipeline] = None
         if self.yielded >= self.num_batches:
             self._finish()
             return
-        self._pipe = loader._pipeline(self.seed)
+        self._attach()
+
+    def _pipe_batch(self, k: int) -> int:
+        """The pipeline's batch number of loader batch k (the bad batches are not its)."""
+        return k - sum(1 for b in self._bad if b < k)
+
+    def _loader_batch(self, p: int) -> int:
+        """Loader batch number of the pipeline's batch p."""
+        k = p
+        for b in self._bad:
+            if b <= k:
+                k += 1
+        return k
+
+    def _attach(self) -> None:
+        """Positions a pipeline (the loader's, or its own once displaced) at this epoch and
+        batch: it starts preparing this epoch's batches now, prefetch_depth ahead."""
+        loader = self.loader
+        if self._pipe_order.size == 0:
+            self._pipe = None
+            return
+        if self.displaced:
+            if self._own is None or self._own.seed != self.seed:
+                self._own = loader._new_pipeline(self.seed)
+            self._pipe = self._own
+        else:
+            self._pipe = loader._pipeline(self.seed)
         native = self._pipe._native
-        # Position first (drops any work in flight), then the order: the pipeline starts
-        # preparing this epoch's batches now, prefetch_depth ahead.
-        native.seek(self.epoch, start)
-        native.set_epoch_order(self.epoch, self.order)
-        self._pin, self._pin_device, self._device = loader._pin, loader._pin_device, loader._device
+        # Position first (drops any work in flight), then the order.
+        native.seek(self.epoch, self._pipe_batch(self.yielded))
+        native.set_epoch_order(self.epoch, self._pipe_order)
 
     def __iter__(self) -> "_NativeIter":
         return self
 
     def __len__(self) -> int:
-        return self.num_batches
+        return len(self.loader.batch_sampler)
 
     def __next__(self):
-        if self.detached:
-            raise RuntimeError("this HabanaDataLoader iterator was replaced by a newer iter() of the same "
-                               "loader (or the loader was closed): a loader runs one epoch at a time")
-        if self.finished or self.yielded >= self.num_batches:
+        if self.finished:
+            raise StopIteration
+        if self.order is None:
+            self._draw_order()  # torch's single-process iterator draws here
+            if self.finished:
+                raise StopIteration
+        if self._pipe is None and self._pipe_order.size:
+            self._attach()  # displaced: a pipeline of its own, positioned where it was
+        if self.yielded >= self.num_batches:
             self._finish()
             raise StopIteration
+        k = self.yielded
+        if k in self._bad:
+            self.yielded += 1
+            if self.yielded >= self.num_batches:
+                self._finish()
+            bs = self.loader._batch_size
+            bad = [int(i) for i in self.order[k * bs:(k + 1) * bs] if not 0 <= i < len(self.loader.dataset)]
+            raise IndexError(f"index {bad[0]} is out of range for a dataset of {len(self.loader.dataset)} samples "
+                             f"(batch {k} of the sampler)")
+        pipe = self._pipe
+        if self._timeout > 0 and not pipe._native.wait_next(self._timeout):
+            raise RuntimeError(f"DataLoader timed out after {self._timeout:g} seconds")
         try:
-            images, labels = self._pipe.run()
+            images, labels = pipe.run()
         except StopIteration:
             self._finish()
             raise
         except BaseException:
             # A failed batch (DataError) is lost, as in torch: stay in step with the pipeline.
             try:
-                epoch, consumed = self._pipe._native.position
+                epoch, consumed = pipe._native.position
             except Exception:
                 epoch, consumed = None, 0
             if epoch == self.epoch:
-                self.yielded = consumed
+                self.yielded = self._loader_batch(consumed)
                 if self.yielded >= self.num_batches:
                     self._finish()
             raise
         self.yielded += 1
         if isinstance(images, list):  # sizes differ per image: what default_collate would do
             images = torch.stack(images, 0)
-        if self._device is not None:
+        if self.loader._device is not None:
             images, labels = self._to_device(images), self._to_device(labels)
-        elif self._pin:
+        elif self.loader._pin:
             images, labels = self._pinned(images), self._pinned(labels)
         if self.yielded >= self.num_batches:
             self._finish()
-        return images, labels
+        return [images, labels]  # default_collate makes a list of a batch of tuples
 
     def _pinned(self, t: torch.Tensor) -> torch.Tensor:
-        return t.pin_memory(self._pin_device) if self._pin_device else t.pin_memory()
+        d = self.loader._pin_device
+        return t.pin_memory(d) if d else t.pin_memory()
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         # A non_blocking copy is asynchronous only from pinned memory; torch's caching host
         # allocator keeps the pinned block until the copy is done.
-        if self._device.type == "cuda":
+        device = self.loader._device
+        if device.type == "cuda":
             t = t.pin_memory()
-        return t.to(self._device, non_blocking=True)
+        return t.to(device, non_blocking=True)
 
     def _finish(self) -> None:
         if not self.finished:
             self.finished = True
-            if not self.detached:
+            if not self.displaced:
                 self.loader._epoch = self.epoch + 1
+            if self._own is not None:  # its own threads are no longer needed
+                self._own.close()
+                self._own = None
+            self._pipe = None
 
-    def detach(self) -> None:
-        """The loader's pipeline is no longer this iterator's (a newer iter(), or close())."""
-        self.detached = True
-        self._pipe = None
+    def displace(self) -> None:
+        """The loader's pipeline is no longer this iterator's (a newer iter(), or close()):
+        its next next() builds one of its own and goes on from where it was."""
+        if not self.displaced:
+            self.displaced = True
+            if self._own is None:
+                self._pipe = None
 
-    def close(self) -> None:
-        self.detach()
+    def __del__(self) -> None:
+        own = getattr(self, "_own", None)
+        if own is not None:
+            own.close()
