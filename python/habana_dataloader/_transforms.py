@@ -9,11 +9,13 @@ looked up in the registry at run time; what is missing becomes a fallback reason
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torchvision.transforms as T
 from torch.utils.data import Subset
+from torch.utils.data._utils.collate import default_collate
 from torchvision.datasets import DatasetFolder
 from torchvision.datasets.folder import default_loader, pil_loader
 
@@ -277,18 +279,20 @@ def _pad(padding: Any, fill: Any, mode: str, x: DataNode) -> DataNode:
     return fn.pad(x, padding=pads, padding_mode=mode, fill=fills)
 
 
-def image_graph(transform: Any, jpeg_index_mb: Optional[int] = None) -> Callable[[DataNode], DataNode]:
-    """A function wiring ``transform`` onto encoded bytes, checked now (raises Unsupported).
-    ``jpeg_index_mb``: the decoder's index_cache_mb (None: its default)."""
+def _plan_view(transform: Any, fuse: bool, jpeg_index_mb: Optional[int]):
+    """(image_decoder arguments, a function wiring the rest onto decoded images) for one
+    view. With `fuse`, the leading crop/resize go into the decoder (it then decodes only the
+    region it needs); without, the decoder decodes whole images for several views to share."""
     pil, float_out, normalize = _split(transform)
-    _require("image_decoder")
-    dec_args, taken = _fused_decoder(pil)
+    dec_args, taken = _fused_decoder(pil if fuse else [])
     if jpeg_index_mb is not None and _has("image_decoder", "index_cache_mb"):
         dec_args["index_cache_mb"] = int(jpeg_index_mb)
     rest = pil[taken:]
     for t in rest:  # fail now rather than at iteration
         if _kind(t) is T.Pad:
             _require("pad")
+        if _kind(t) is T.RandomResizedCrop:
+            _require("random_resized_crop")
     _require("crop_mirror_normalize" if float_out else "transpose")
 
     # A horizontal flip last before the tensor conversion becomes crop_mirror_normalize's mirror,
@@ -298,8 +302,7 @@ def image_graph(transform: Any, jpeg_index_mb: Optional[int] = None) -> Callable
         mirror_p = float(rest[-1].p)
         rest = rest[:-1]
 
-    def wire(encoded: DataNode) -> DataNode:
-        x = fn.image_decoder(encoded, **dec_args)
+    def after(x: DataNode) -> DataNode:
         for t in rest:
             x = _map_one(t, x)
         if float_out:
@@ -310,4 +313,126 @@ def image_graph(transform: Any, jpeg_index_mb: Optional[int] = None) -> Callable
                                             scale=255.0, dtype="float32", output_layout="CHW", **extra)
         return fn.transpose(x, output_layout="CHW")
 
+    return dec_args, after
+
+
+class _NotTraceable(Exception):
+    pass
+
+
+class _View:
+    """What a traced wrapper got back from one of its transforms."""
+
+    def __init__(self, transform: Any):
+        self.transform = transform
+
+
+class _Recorder:
+    """Stands in for a wrapper's transform while its __call__ is traced."""
+
+    def __init__(self, transform: Any, image: Any):
+        self.transform, self.image = transform, image
+
+    def __call__(self, x: Any) -> _View:
+        if x is not self.image:  # a view of a view, or of something else: not a plain fan-out
+            raise _NotTraceable()
+        return _View(self.transform)
+
+
+# Names a multi-view wrapper's __call__ may use besides its own attributes.
+_VIEW_BUILTINS = {"append", "extend", "range", "len", "list", "tuple"}
+
+
+def views_of(t: Any) -> Optional[List[Any]]:
+    """The per-view transforms of a multi-view wrapper (MoCo's TwoCropsTransform, DINO's
+    multi-crop, SimCLR's pairs: a __call__ returning a list of its transforms applied to the
+    same image), or None. Found by running __call__ once with its transforms replaced by
+    recorders; only a __call__ that uses nothing but its own transforms, integer attributes
+    and list building qualifies, so it cannot draw random numbers or branch on the image."""
+    cls = type(t)
+    call = getattr(cls, "__call__", None)
+    code = getattr(call, "__code__", None)
+    attrs = getattr(t, "__dict__", None)
+    if code is None or attrs is None or cls.__module__.startswith(("torch.", "torchvision.")):
+        return None
+    if code.co_argcount != 2 or code.co_kwonlyargcount or code.co_flags & 0x0C:  # *args, **kwargs
+        return None
+    names = set(code.co_names)
+    transforms = {n for n in names if n in attrs and callable(attrs[n])}
+    counts = {n for n in names if n in attrs and type(attrs[n]) is int}
+    if not transforms or names - transforms - counts - _VIEW_BUILTINS:
+        return None
+    image = object()
+    traced = copy.copy(t)
+    for n in transforms:
+        traced.__dict__[n] = _Recorder(attrs[n], image)
+    try:
+        out = call(traced, image)
+    except Exception:  # anything but list building on recorders
+        return None
+    if not isinstance(out, (list, tuple)) or len(out) < 2 or not all(isinstance(v, _View) for v in out):
+        return None
+    return [v.transform for v in out]
+
+
+def image_graph(transform: Any, jpeg_index_mb: Optional[int] = None) -> Callable[[DataNode], List[DataNode]]:
+    """A function wiring ``transform`` onto encoded bytes, checked now (raises Unsupported
+    listing every blocker), returning one node per view (one, or a multi-view wrapper's).
+    ``jpeg_index_mb``: the decoder's index_cache_mb (None: its default)."""
+    _require("image_decoder")
+    views = views_of(transform)
+    if views is None:
+        dec_args, after = _plan_view(transform, True, jpeg_index_mb)
+        return lambda encoded: [after(fn.image_decoder(encoded, **dec_args))]
+    plans, reasons = [], []
+    for v in views:
+        try:
+            plans.append(_plan_view(v, False, None))
+        except Unsupported as e:
+            reasons += [r for r in e.reasons if r not in reasons]
+    if reasons:
+        raise Unsupported(reasons)
+    dec_args = plans[0][0]
+
+    def wire(encoded: DataNode) -> List[DataNode]:
+        x = fn.image_decoder(encoded, **dec_args)  # decoded once, shared by the views
+        return [after(x) for _, after in plans]
+
     return wire
+
+
+def _post_collate_ref_closure():
+    f = None
+
+    def collate(batch):
+        return f(*default_collate(batch))
+
+    return collate
+
+
+def _post_collate_ref_global(batch):
+    return _post_collate_fn(*default_collate(batch))
+
+
+def post_collate(collate_fn: Any) -> Optional[Callable[..., Any]]:
+    """``f`` when ``collate_fn`` is ``lambda batch: f(*default_collate(batch))`` (a def or a
+    lambda, ``f`` a closure variable or a global: the references' and timm-free recipes' way
+    to apply MixUp/CutMix), else None. The native path makes default_collate's batch itself,
+    so it calls f on it."""
+    code = getattr(collate_fn, "__code__", None)
+    if code is None or code.co_argcount != 1 or code.co_kwonlyargcount or code.co_flags & 0x0C:
+        return None
+    glob = getattr(collate_fn, "__globals__", {})
+    for ref in (_post_collate_ref_closure().__code__, _post_collate_ref_global.__code__):
+        if code.co_code != ref.co_code or len(code.co_names) != len(ref.co_names):
+            continue
+        if glob.get(code.co_names[-1]) is not default_collate:
+            return None
+        if code.co_freevars:
+            if len(code.co_freevars) != 1 or not collate_fn.__closure__:
+                return None
+            f = collate_fn.__closure__[0].cell_contents
+        else:
+            f = glob.get(code.co_names[0])
+        return f if callable(f) else None
+    return None

@@ -27,6 +27,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import random
 import tempfile
 import warnings
 import weakref
@@ -37,7 +38,7 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader
 from torch.utils.data._utils.collate import default_collate
 
-from ._transforms import Unsupported, image_graph, unwrap_dataset
+from ._transforms import Unsupported, image_graph, post_collate, unwrap_dataset, views_of
 from .pipeline import Pipeline
 from . import fn
 
@@ -200,8 +201,11 @@ class HabanaDataLoader(DataLoader[T_co]):
         reasons: List[str] = []
         if a["batch_size"] is None and a["batch_sampler"] is None:
             reasons.append("batch_size=None (no automatic batching)")
+        self._post = None  # f of a collate_fn that is f(*default_collate(batch)): MixUp/CutMix
         if a["collate_fn"] not in (None, default_collate):
-            reasons.append("a collate_fn is given")
+            self._post = post_collate(a["collate_fn"])
+            if self._post is None:
+                reasons.append("a collate_fn other than default_collate (or f(*default_collate(batch))) is given")
         bs = self.batch_sampler
         if bs is not None and type(bs) is not BatchSampler:
             reasons.append(f"batch_sampler is a {type(bs).__name__}, not torch's BatchSampler")
@@ -215,6 +219,7 @@ class HabanaDataLoader(DataLoader[T_co]):
         if folder is not None:
             try:
                 self._wire = image_graph(folder.transform, jpeg_index_mb=self.jpeg_index_mb)
+                self._multi_view = views_of(folder.transform) is not None
             except Unsupported as e:
                 reasons += e.reasons
         if reasons:
@@ -257,7 +262,7 @@ class HabanaDataLoader(DataLoader[T_co]):
         with pipe:
             files, labels = fn.file_reader(file_list=self._list_path, file_root="/", shuffle=False,
                                            last_batch=self._last_batch)
-            pipe.set_outputs(self._wire(files), labels)
+            pipe.set_outputs(*self._wire(files), labels)
         pipe.build()
         self._pipelines_built += 1
         return pipe
@@ -350,6 +355,17 @@ class HabanaDataLoader(DataLoader[T_co]):
         if self._iter is not None:
             self._iter.displace()
         self._drop_pipeline()
+
+
+def _apply(obj: Any, f) -> Any:
+    """f on every tensor of a batch (lists, tuples and dicts of them)."""
+    if isinstance(obj, torch.Tensor):
+        return f(obj)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_apply(x, f) for x in obj)
+    if isinstance(obj, dict):
+        return {key: _apply(v, f) for key, v in obj.items()}
+    return obj
 
 
 def _torch_iter_done(it: Any) -> bool:
@@ -494,7 +510,7 @@ class _NativeIter:
         if self._timeout > 0 and not pipe._native.wait_next(self._timeout):
             raise RuntimeError(f"DataLoader timed out after {self._timeout:g} seconds")
         try:
-            images, labels = pipe.run()
+            outputs = pipe.run()
         except StopIteration:
             self._finish()
             raise
@@ -510,15 +526,32 @@ class _NativeIter:
                     self._finish()
             raise
         self.yielded += 1
-        if isinstance(images, list):  # sizes differ per image: what default_collate would do
-            images = torch.stack(images, 0)
+        # Per-image lists (sizes differ): stacked, as default_collate would (and fail).
+        views = [torch.stack(v, 0) if isinstance(v, list) else v for v in outputs[:-1]]
+        batch = [views if self.loader._multi_view else views[0], outputs[-1]]
+        if self.loader._post is not None:
+            batch = self._post_collate(batch, k)
         if self.loader._device is not None:
-            images, labels = self._to_device(images), self._to_device(labels)
+            batch = _apply(batch, self._to_device)
         elif self.loader._pin:
-            images, labels = self._pinned(images), self._pinned(labels)
+            batch = _apply(batch, self._pinned)
         if self.yielded >= self.num_batches:
             self._finish()
-        return [images, labels]  # default_collate makes a list of a batch of tuples
+        return batch  # default_collate makes a list of a batch of tuples
+
+    def _post_collate(self, batch: List[Any], k: int) -> Any:
+        """The collate_fn's f(*batch), with torch's and Python's global RNGs seeded for this
+        (seed, epoch, batch), as a worker process's would be, and restored after: MixUp's
+        draws repeat with the seed and never shift the training script's own random numbers."""
+        state = np.random.SeedSequence([self.seed, self.epoch, k]).generate_state(2, dtype=np.uint64)
+        py_state = random.getstate()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(state[0]) & _SEED_MASK)
+            random.seed(int(state[1]))
+            try:
+                return self.loader._post(*batch)
+            finally:
+                random.setstate(py_state)
 
     def _pinned(self, t: torch.Tensor) -> torch.Tensor:
         d = self.loader._pin_device

@@ -12,6 +12,7 @@ import torch
 import torchvision
 import torchvision.transforms as T
 from torch.utils.data import DataLoader, Dataset, TensorDataset
+from torch.utils.data._utils.collate import default_collate
 
 from habana_dataloader import HabanaDataLoader
 from habana_dataloader import loader as loader_module
@@ -236,3 +237,86 @@ def test_presets_weights_transforms_and_subclasses(val_root):
                      (T.Compose([MyCenterCrop(32), T.ToTensor()]), "MyCenterCrop")):
         with pytest.warns(RuntimeWarning, match=name):
             assert not HabanaDataLoader(torchvision.datasets.ImageFolder(root, tf), batch_size=4).native
+
+
+# ---- batch-level functions and multi-view outputs ---------------------------------------------
+
+def mixup(images, labels):
+    """A MixUp as the references write it: one draw from torch's global RNG per batch."""
+    lam = torch.rand(1).item()
+    return images.float() * lam + images.flip(0).float() * (1 - lam), labels
+
+
+def make_collate(f):
+    def collate_fn(batch):
+        return f(*default_collate(batch))
+    return collate_fn
+
+
+def test_collate_applying_a_function_to_default_collate_runs_natively(val_root):
+    ds = torchvision.datasets.ImageFolder(str(val_root), SMALL)
+    for collate in (make_collate(mixup), lambda batch: mixup(*default_collate(batch))):
+        runs = []
+        for _ in range(2):
+            loader = native(ds, batch_size=16, seed=5, collate_fn=collate)
+            torch.manual_seed(0)
+            runs.append(list(loader))
+            after = torch.rand(1)  # the script's own stream is not shifted by MixUp's draws
+            torch.manual_seed(0)
+            assert torch.equal(after, torch.rand(1))
+        assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(*runs))
+        x, y = runs[0][0]
+        assert x.dtype == torch.float32 and x.shape == (16, 3, 32, 32) and y.shape == (16,)
+    with pytest.warns(RuntimeWarning, match="collate_fn"):
+        assert not HabanaDataLoader(ds, batch_size=4, collate_fn=lambda b: mixup(*default_collate(b[:2]))).native
+
+
+class TwoCrops:
+    """MoCo v2's TwoCropsTransform."""
+
+    def __init__(self, base_transform):
+        self.base_transform = base_transform
+
+    def __call__(self, x):
+        q = self.base_transform(x)
+        k = self.base_transform(x)
+        return [q, k]
+
+
+class MultiCrop:
+    """DINO's DataAugmentationDINO shape: two global views and a loop of local ones."""
+
+    def __init__(self, local_crops_number):
+        self.global_transfo1 = T.Compose([T.RandomResizedCrop(48), T.RandomHorizontalFlip(), T.ToTensor()])
+        self.global_transfo2 = T.Compose([T.RandomResizedCrop(48), T.ToTensor(), T.Normalize(MEAN, STD)])
+        self.local_crops_number = local_crops_number
+        self.local_transfo = T.Compose([T.RandomResizedCrop(24, scale=(0.05, 0.4)), T.ToTensor()])
+
+    def __call__(self, image):
+        crops = []
+        crops.append(self.global_transfo1(image))
+        crops.append(self.global_transfo2(image))
+        for _ in range(self.local_crops_number):
+            crops.append(self.local_transfo(image))
+        return crops
+
+
+class RandomViews(TwoCrops):
+    def __call__(self, x):
+        return [self.base_transform(x)] * (1 + int(random.random() < 0.5))
+
+
+def test_multi_view_transforms_run_natively_with_torchs_structure(val_root):
+    root = str(val_root)
+    crop = T.Compose([T.RandomResizedCrop(32), T.RandomHorizontalFlip(), T.ToTensor()])
+    ds = torchvision.datasets.ImageFolder(root, TwoCrops(crop))
+    (q, k), y = next(iter(native(ds, batch_size=8, seed=1)))
+    (u, v), w = next(iter(DataLoader(ds, batch_size=8)))
+    assert q.shape == k.shape == u.shape == (8, 3, 32, 32) and torch.equal(y, w)
+    assert not torch.equal(q, k)  # two independent random crops
+    ds = torchvision.datasets.ImageFolder(root, MultiCrop(3))
+    views, y = next(iter(native(ds, batch_size=4, seed=1)))
+    ref, _ = next(iter(DataLoader(ds, batch_size=4)))
+    assert [tuple(v.shape) for v in views] == [tuple(r.shape) for r in ref] == [(4, 3, 48, 48)] * 2 + [(4, 3, 24, 24)] * 3
+    with pytest.warns(RuntimeWarning, match="RandomViews"):
+        assert not HabanaDataLoader(torchvision.datasets.ImageFolder(root, RandomViews(crop)), batch_size=4).native
