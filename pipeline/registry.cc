@@ -34,6 +34,7 @@ const OpRegistry& OpRegistry::builtin() {
     r.add(color_jitter_schema());
     // Filters.
     r.add(gaussian_blur_schema());
+    r.add(pil_gaussian_blur_schema());
     // Random number generators.
     r.add(coin_flip_schema());
     r.add(random_uniform_schema());

@@ -60,8 +60,9 @@ OpSchema contrast_schema();
 OpSchema saturation_schema();
 OpSchema hue_schema();
 OpSchema color_jitter_schema();
-// Filters (operators/blur_op.cc).
+// Filters (operators/blur_op.cc, pil_blur_op.cc).
 OpSchema gaussian_blur_schema();
+OpSchema pil_gaussian_blur_schema();
 
 }  // namespace hdl
 HDL_API_END

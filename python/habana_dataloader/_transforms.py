@@ -10,6 +10,7 @@ looked up in the registry at run time; what is missing becomes a fallback reason
 from __future__ import annotations
 
 import copy
+import random
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -17,6 +18,7 @@ import torchvision.transforms as T
 from torch.utils.data import Subset
 from torch.utils.data._utils.collate import default_collate
 from torchvision.datasets import DatasetFolder
+from PIL import ImageFilter
 from torchvision.datasets.folder import default_loader, pil_loader
 
 from . import fn
@@ -106,6 +108,56 @@ def _kind(t: Any) -> Optional[type]:
     return None
 
 
+# ---- the recipes' own PIL transform classes ----------------------------------------------------
+# Self-supervised recipes write small PIL transforms of their own. A class whose __call__ is
+# one of these (same bytecode, names and constants; `random` and `ImageFilter` the real
+# modules in its globals) maps to the operator beside it, reading its attributes.
+
+def _dino_blur_call(self, img):  # DINO / BYOL utils.GaussianBlur(p, radius_min, radius_max)
+    do_it = random.random() <= self.prob
+    if not do_it:
+        return img
+    return img.filter(ImageFilter.GaussianBlur(radius=random.uniform(self.radius_min, self.radius_max)))
+
+
+def _moco_blur_call(self, x):  # MoCo v2/v3 loader.GaussianBlur(sigma=[.1, 2.])
+    sigma = random.uniform(self.sigma[0], self.sigma[1])
+    x = x.filter(ImageFilter.GaussianBlur(radius=sigma))
+    return x
+
+
+_RECIPE_CLASSES = [
+    (_dino_blur_call, lambda t: ("pil_gaussian_blur", {"probability": min(1.0, max(0.0, float(t.prob))),
+                                                       "radius": [float(t.radius_min), float(t.radius_max)]})),
+    (_moco_blur_call, lambda t: ("pil_gaussian_blur", {"radius": [float(t.sigma[0]), float(t.sigma[1])]})),
+]
+_RECIPE_MODULES = {"random": random, "ImageFilter": ImageFilter}
+
+
+def _same_code(a: Any, b: Any) -> bool:
+    return (a.co_code == b.co_code and a.co_names == b.co_names and a.co_consts[1:] == b.co_consts[1:] and
+            a.co_argcount == b.co_argcount and not (a.co_flags ^ b.co_flags) & 0xFFFF)
+
+
+def recipe_op(t: Any) -> Optional[Tuple[str, Dict[str, Any]]]:
+    """(operator, arguments) for a recipe's own PIL transform class, or None."""
+    call = getattr(type(t), "__call__", None)
+    code = getattr(call, "__code__", None)
+    if code is None:
+        return None
+    for ref, to_op in _RECIPE_CLASSES:
+        if not _same_code(code, ref.__code__):
+            continue
+        glob = call.__globals__
+        if any(n in code.co_names and glob.get(n) is not m for n, m in _RECIPE_MODULES.items()):
+            return None
+        try:
+            return to_op(t)
+        except (AttributeError, TypeError, ValueError, IndexError):
+            return None
+    return None
+
+
 def _delegate_code(self, img):  # the shape of a preset's __call__: return self.<attr>(img)
     return self.transforms(img)
 
@@ -178,7 +230,7 @@ def _split(transform: Any):
                 to_tensor, float_out = "ToTensor", True
             elif kind is T.PILToTensor:
                 to_tensor = "PILToTensor"
-            elif kind in _PIL_STAGE:
+            elif kind in _PIL_STAGE or recipe_op(t) is not None:
                 pil.append(t)
             else:
                 reasons.append(f"transform {name} has no native mapping")
@@ -231,6 +283,10 @@ def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
 
 
 def _map_one(t: Any, x: DataNode) -> DataNode:
+    op = recipe_op(t)
+    if op is not None:
+        _require(op[0], *op[1])
+        return getattr(fn, op[0])(x, **op[1])
     kind = _kind(t)
     if kind is T.RandomResizedCrop:
         _require("random_resized_crop")
@@ -293,6 +349,9 @@ def _plan_view(transform: Any, fuse: bool, jpeg_index_mb: Optional[int]):
             _require("pad")
         if _kind(t) is T.RandomResizedCrop:
             _require("random_resized_crop")
+        op = recipe_op(t)
+        if op is not None:
+            _require(op[0], *op[1])
     _require("crop_mirror_normalize" if float_out else "transpose")
 
     # A horizontal flip last before the tensor conversion becomes crop_mirror_normalize's mirror,

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import torch
 import torchvision.transforms.functional as F
-from PIL import Image
+from PIL import Image, ImageFilter
 from torchvision.transforms import InterpolationMode
 
 torch.set_num_threads(1)
@@ -140,6 +140,10 @@ def color_cases(src):
         add_case("contrast", src, F.adjust_contrast(t, f), factor=f)
     for (kx, ky, sx, sy) in ((5, 5, 1.5, 1.5), (3, 7, 0.8, 2.0), (9, 9, 3.0, 3.0), (21, 21, 5.0, 5.0)):
         add_case("blur", src, F.gaussian_blur(t, [kx, ky], [sx, sy]), kx=kx, ky=ky, sx=sx, sy=sy)
+    # Pillow's GaussianBlur (box approximation): small, fractional and huge radii (past the
+    # image size: the edge_a > edge_b branch).
+    for r in (0.1, 0.75, 1.9, 6.0, 300.0):
+        add_case("pil_blur", src, np.asarray(sources[src][0].filter(ImageFilter.GaussianBlur(r))), radius=r)
 
 
 def size_cases():
