@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # README command 2: installs what is needed, builds, and runs the whole test suite:
 #   1. the GoogleTest suite (CTest) on a Release build made with CMake's default generator;
-#   2. the Python package's pytest suite (tests/python) against build/python;
-#   3. the GoogleTest suite under AddressSanitizer + UndefinedBehaviorSanitizer (decoders on
+#   2. the Python package's pytest suite (tests/python) against build/python, with Debian's
+#      /usr/bin/python3 and its torch 1.13;
+#   3. the same suite with pip's torch 2.x + torchvision, pinned, in a venv (.ci/torch2.sh:
+#      build/venv-torch2; about 3 GB of wheels from PyPI the first time, kept in
+#      build/pip-cache, so a machine that keeps build/ downloads them once);
+#   4. the GoogleTest suite under AddressSanitizer + UndefinedBehaviorSanitizer (decoders on
 #      every corpus file, fuzz regression inputs, early-stop races, fault injection, soak);
-#   4. the executor's concurrency tests under ThreadSanitizer (.ci/tsan.sh);
-#   5. every fuzz target for FUZZ_SECONDS (default 60) each (.ci/fuzz.sh).
+#   5. the executor's concurrency tests under ThreadSanitizer (.ci/tsan.sh);
+#   6. every fuzz target for FUZZ_SECONDS (default 60) each (.ci/fuzz.sh).
 # Tests use the real-media corpus from ../shared/corpus/make_corpus.sh, built once into
 # build/corpus and reused (HDL_CORPUS_DIR overrides). Without ../shared, corpus tests are
-# skipped with a visible reason. SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1 skip steps 3, 4, 5.
+# skipped with a visible reason. SKIP_TORCH2=1, SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1 skip steps
+# 3, 4, 5, 6.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -32,6 +37,11 @@ ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
 
 echo "== Python tests (pytest, Debian's /usr/bin/python3 with torch)" >&2
 PYTHONPATH="$ROOT/build/python" /usr/bin/python3 -m pytest "$ROOT/tests/python" -q
+
+if [ "${SKIP_TORCH2:-0}" != 1 ]; then
+  echo "== Python tests again with pip's torch 2.x + torchvision (venv build/venv-torch2)" >&2
+  bash .ci/torch2.sh
+fi
 
 if [ "${SKIP_ASAN:-0}" != 1 ]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests" >&2

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The Python package's pytest suite (tests/python) against pip's torch 2.x + torchvision, the
+# torch users run (Debian's python3-torch is 1.13). Called by .ci/test.sh (step 3); runs alone
+# too, once build/python is built (.ci/build.sh -DHDL_BUILD_PYTHON=ON, or ninja -C build).
+#
+# - A plain venv (no system site packages) at build/venv-torch2, made by /usr/bin/python3 -m venv:
+#   the same interpreter the extension module build/python/habana_dataloader/_C*.so is built for
+#   (it has no libtorch link: tensors cross as DLPack capsules, so one build serves both torches).
+# - Exact pins (below). torch from PyPI is the CUDA build (about 3 GB of wheels, 5.5 GB installed);
+#   it runs on the CPU. The wheels are kept in build/pip-cache/wheelhouse and installed from
+#   there with --no-index, so a machine that keeps build/ downloads them once (pip's own HTTP
+#   cache, PIP_CACHE_DIR=build/pip-cache, is used too, but is not relied on: a proxy that strips
+#   Cache-Control/ETag headers leaves it empty).
+# - Idempotent: a venv whose stamp matches the pins is used as is (no pip run at all).
+#
+#   bash .ci/torch2.sh [pytest args...]     e.g. bash .ci/torch2.sh -x -k test_loader
+# TORCH2_VENV overrides the venv's path; PIP_CACHE_DIR the cache's (its wheelhouse/ holds the wheels).
+# Without PyPI the step says SKIPPED and exits 0 (TORCH2_REQUIRED=1: exits 1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=${TORCH2_VENV:-$ROOT/build/venv-torch2}
+export PIP_CACHE_DIR=${PIP_CACHE_DIR:-$ROOT/build/pip-cache}
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+WHEELHOUSE=$PIP_CACHE_DIR/wheelhouse
+unset PYTHONHOME
+
+# What the tests import, pinned.
+REQUIREMENTS="torch==2.15.0
+torchvision==0.29.2
+numpy==2.4.6
+pillow==13.0.0
+pytest==9.2.0"
+# Everything they pull in, pinned too (pip freeze of the venv; constraints: a platform that
+# does not need one, e.g. the nvidia-* wheels off x86-64 Linux, does not install it).
+CONSTRAINTS="cuda-bindings==13.5.0
+cuda-pathfinder==1.9.0
+cuda-toolkit==13.2.2
+filelock==4.2.12
+fsspec==2026.9.0
+iniconfig==2.3.1
+Jinja2==3.1.6
+MarkupSafe==3.0.4
+mpmath==1.3.0
+networkx==3.6.1
+nvidia-cublas==13.4.1.3
+nvidia-cuda-cccl==13.3.5.0.6
+nvidia-cuda-cupti==13.2.86
+nvidia-cuda-nvrtc==13.2.86
+nvidia-cuda-runtime==13.2.86
+nvidia-cudnn-cu13==9.26.0.51
+nvidia-cufft==12.2.0.57
+nvidia-cufile==1.17.1.22
+nvidia-cusolver==12.2.0.11
+nvidia-cusparse==12.7.10.12
+nvidia-cusparselt-cu13==0.8.1
+nvidia-nccl-cu13==2.30.7
+nvidia-nvjitlink==13.5.37
+nvidia-nvshmem-cu13==3.7.2
+nvidia-nvtx==13.2.86
+packaging==26.3
+pluggy==1.7.0
+Pygments==2.21.0
+sympy==1.14.0
+triton==3.9.0
+typing_extensions==4.16.0"
+
+if ! ls "$ROOT"/build/python/habana_dataloader/_C*.so >/dev/null 2>&1; then
+  echo "torch2.sh: no build/python/habana_dataloader/_C*.so: build first (.ci/build.sh -DHDL_BUILD_PYTHON=ON)" >&2
+  exit 1
+fi
+
+STAMP=$VENV/.hdl-torch2-pins
+WANT=$(printf '%s\n--\n%s\n' "$REQUIREMENTS" "$CONSTRAINTS" | sha256sum | cut -d' ' -f1)
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT" ] &&
+   "$VENV/bin/python" -c "import torch, torchvision" 2>/dev/null; then
+  echo "torch2.sh: $VENV (cached)" >&2
+else
+  t0=$SECONDS
+  [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv "$VENV"
+  rm -f "$STAMP"
+  printf '%s\n' "$REQUIREMENTS" >"$VENV/hdl-requirements.txt"
+  printf '%s\n' "$CONSTRAINTS" >"$VENV/hdl-constraints.txt"
+  pip=("$VENV/bin/python" -m pip)
+  install=("${pip[@]}" install -q --no-index --find-links "$WHEELHOUSE"
+           -r "$VENV/hdl-requirements.txt" -c "$VENV/hdl-constraints.txt")
+  mkdir -p "$WHEELHOUSE"
+  if ! "${install[@]}" 2>/dev/null; then
+    echo "torch2.sh: downloading the pinned wheels into $WHEELHOUSE (about 3 GB, the first time)" >&2
+    # Files already in the wheelhouse are not downloaded again.
+    if ! "${pip[@]}" download -q --progress-bar off --retries 10 --timeout 60 -d "$WHEELHOUSE" \
+      -r "$VENV/hdl-requirements.txt" -c "$VENV/hdl-constraints.txt"; then
+      # PyPI unreachable: say so loudly, but a network outage is not a test failure (the
+      # Debian-torch step has run the same tests); TORCH2_REQUIRED=1 makes it one.
+      echo "torch2.sh: SKIPPED: the pinned wheels could not be downloaded from PyPI" >&2
+      [ "${TORCH2_REQUIRED:-0}" != 1 ] || exit 1
+      exit 0
+    fi
+    "${install[@]}"
+  fi
+  echo "$WANT" >"$STAMP"
+  echo "torch2.sh: $VENV ready in $((SECONDS - t0)) s" >&2
+fi
+
+"$VENV/bin/python" - <<'EOF' >&2
+import sys, torch, torchvision
+print(f"torch2.sh: Python {sys.version.split()[0]}, torch {torch.__version__}, torchvision "
+      f"{torchvision.__version__}, CUDA available: {torch.cuda.is_available()}")
+EOF
+# tests/python/test_torch_suite.py runs PyTorch's own test_dataloader.py, vendored for 1.13
+# (torch_suite/upstream_test_dataloader_1_13.py): it imports DataLoader2 and communication, gone
+# from torch 2.x, so it cannot run here (it is a run of the Debian step); HDL_TORCH_SUITE=ci or
+# full runs it anyway.
+export HDL_TORCH_SUITE=${HDL_TORCH_SUITE:-0}
+PYTHONPATH="$ROOT/build/python" "$VENV/bin/python" -m pytest "$ROOT/tests/python" -q "$@"
