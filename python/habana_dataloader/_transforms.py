@@ -21,7 +21,7 @@ import torchvision.transforms as T
 from torch.utils.data import Subset
 from torch.utils.data._utils.collate import default_collate
 from torchvision.datasets import DatasetFolder
-from PIL import ImageFilter
+from PIL import ImageFilter, ImageOps
 from torchvision.datasets.folder import default_loader, pil_loader
 
 from . import fn
@@ -130,12 +130,24 @@ def _moco_blur_call(self, x):  # MoCo v2/v3 loader.GaussianBlur(sigma=[.1, 2.])
     return x
 
 
+def _solarization_call(self, img):  # DINO / BYOL / MoCo v3 utils.Solarization(p)
+    if random.random() < self.p:
+        return ImageOps.solarize(img)
+    return img
+
+
+def _moco_solarize_call(self, x):  # MoCo v3 loader.Solarize(), inside RandomApply
+    return ImageOps.solarize(x)
+
+
 _RECIPE_CLASSES = [
     (_dino_blur_call, lambda t: ("pil_gaussian_blur", {"probability": min(1.0, max(0.0, float(t.prob))),
                                                        "radius": [float(t.radius_min), float(t.radius_max)]})),
     (_moco_blur_call, lambda t: ("pil_gaussian_blur", {"radius": [float(t.sigma[0]), float(t.sigma[1])]})),
+    (_solarization_call, lambda t: ("solarize", {"threshold": 128.0, "probability": min(1.0, max(0.0, float(t.p)))})),
+    (_moco_solarize_call, lambda t: ("solarize", {"threshold": 128.0})),
 ]
-_RECIPE_MODULES = {"random": random, "ImageFilter": ImageFilter}
+_RECIPE_MODULES = {"random": random, "ImageFilter": ImageFilter, "ImageOps": ImageOps}
 
 
 def _same_code(a: Any, b: Any) -> bool:

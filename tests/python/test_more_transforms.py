@@ -4,6 +4,7 @@ deterministic chains give torch's pixels; random ones follow torchvision's laws 
 erased-area distribution over the corpus, application rates, all-or-none RandomApply)."""
 
 import math
+import random
 import warnings
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 import torch
 import torchvision
 import torchvision.transforms as T
+from PIL import ImageOps
 from torch.utils.data import DataLoader
 
 from habana_dataloader import HabanaDataLoader
@@ -80,6 +82,30 @@ def test_solarize_and_invert_give_pillows_pixels(val_root, transform):
         assert torch.equal(y, v) and torch.equal(x, u)
         n += len(y)
     assert n == len(ds)
+
+
+class Solarization:
+    """DINO / BYOL / MoCo v3's own class, as they write it."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def __call__(self, img):
+        if random.random() < self.p:
+            return ImageOps.solarize(img)
+        else:
+            return img
+
+
+def test_the_recipes_solarization_class_maps_to_solarize(val_root):
+    ds = folder(val_root, CROP + [Solarization(1.0), T.PILToTensor()])
+    for (x, _), (u, _) in zip(native(ds, batch_size=64), DataLoader(ds, batch_size=64)):
+        assert torch.equal(x, u)
+    ds = folder(val_root, CROP + [Solarization(0.2), T.PILToTensor()])
+    plain = torch.cat([x for x, _ in native(folder(val_root, CROP + [T.PILToTensor()]), batch_size=64)])
+    got = torch.cat([x for x, _ in native(ds, batch_size=64, seed=8)])
+    changed = sum(not torch.equal(a, b) for a, b in zip(got, plain))
+    assert abs(changed / len(got) - 0.2) <= 4 * math.sqrt(0.16 / len(got)), changed / len(got)
 
 
 def test_random_grayscale_is_torchs_within_one_level(val_root):
