@@ -46,4 +46,16 @@ double RandomStream::normal() {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
+void RandomStream::normal_fill(float* out, size_t n) {
+  constexpr float kTwoPi = static_cast<float>(2.0 * std::numbers::pi);
+  size_t i = 0;
+  for (; i + 1 < n; i += 2) {
+    const float u1 = 1.0f - uniform(), u2 = uniform();
+    const float r = std::sqrt(-2.0f * std::log(u1)), t = kTwoPi * u2;
+    out[i] = r * std::cos(t);
+    out[i + 1] = r * std::sin(t);
+  }
+  if (i < n) out[i] = static_cast<float>(normal());
+}
+
 }  // namespace hdl

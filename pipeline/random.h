@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -67,6 +68,9 @@ class RandomStream {
   uint64_t below(uint64_t n);
   /// Standard normal (Box-Muller).
   double normal();
+  /// Fills out[0, n) with standard normal float32 values as torch's normal_ does on a float
+  /// tensor: Box-Muller on float32 uniforms, u1 in (0, 1], each pair giving r cos t and r sin t.
+  void normal_fill(float* out, size_t n);
   /// True with probability p.
   bool bernoulli(double p) { return uniform_double() < p; }
 

@@ -27,6 +27,7 @@ const OpRegistry& OpRegistry::builtin() {
     // Colour.
     r.add(color_space_conversion_schema());
     r.add(grayscale_schema());
+    r.add(solarize_schema());
     r.add(brightness_schema());
     r.add(contrast_schema());
     r.add(saturation_schema());
@@ -35,6 +36,8 @@ const OpRegistry& OpRegistry::builtin() {
     // Filters.
     r.add(gaussian_blur_schema());
     r.add(pil_gaussian_blur_schema());
+    // Tensor augmentation.
+    r.add(random_erasing_schema());
     // Random number generators.
     r.add(coin_flip_schema());
     r.add(random_uniform_schema());

@@ -55,6 +55,7 @@ OpSchema cast_schema();
 // Colour (operators/color_ops.cc, color_jitter.cc).
 OpSchema color_space_conversion_schema();
 OpSchema grayscale_schema();
+OpSchema solarize_schema();
 OpSchema brightness_schema();
 OpSchema contrast_schema();
 OpSchema saturation_schema();
@@ -63,6 +64,8 @@ OpSchema color_jitter_schema();
 // Filters (operators/blur_op.cc, pil_blur_op.cc).
 OpSchema gaussian_blur_schema();
 OpSchema pil_gaussian_blur_schema();
+// Tensor augmentation (operators/random_erasing.cc).
+OpSchema random_erasing_schema();
 
 }  // namespace hdl
 HDL_API_END

@@ -179,6 +179,18 @@ Status adjust_brightness(const ConstTensorView& src, const TensorView& dst, doub
   return Status::ok();
 }
 
+Status solarize(const ConstTensorView& src, const TensorView& dst, double threshold) {
+  HDL_RETURN_IF_ERROR(check_u8("solarize", src, dst, 0, src.shape[2]));
+  if (std::isnan(threshold)) return Status::invalid_argument("solarize: threshold is NaN");
+  uint8_t table[256];
+  for (int v = 0; v < 256; ++v) table[v] = static_cast<uint8_t>(v >= threshold ? 255 - v : v);
+  const int64_t C = src.shape[2];
+  for_each_pixel(src, dst, [&](const uint8_t* s, int64_t sc, uint8_t* d, int64_t dc) {
+    for (int64_t c = 0; c < C; ++c) d[c * dc] = table[s[c * sc]];
+  });
+  return Status::ok();
+}
+
 Status adjust_contrast(const ConstTensorView& src, const TensorView& dst, double factor) {
   HDL_RETURN_IF_ERROR(check_u8("adjust_contrast", src, dst, 0, src.shape[2]));
   HDL_RETURN_IF_ERROR(check_factor("adjust_contrast", factor));

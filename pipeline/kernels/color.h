@@ -1,4 +1,4 @@
-// Colour kernels: channel order, grayscale, YCbCr, and the ColorJitter pieces (brightness,
+// Colour kernels: channel order, grayscale, YCbCr, solarize, and the ColorJitter pieces (brightness,
 // contrast, saturation, hue) with torchvision 0.14's uint8 tensor semantics: the arithmetic is
 // float32 in torchvision's order, and the result is clamped to [0, 255] and truncated (.to(uint8)),
 // which is what torchvision's _blend and rgb_to_grayscale do.
@@ -44,6 +44,12 @@ Status adjust_contrast(const ConstTensorView& src, const TensorView& dst, double
 /// torchvision adjust_saturation: blend each pixel with its (truncated uint8) grayscale value.
 /// factor >= 0. A 1-channel image is copied (as torchvision returns it unchanged).
 Status adjust_saturation(const ConstTensorView& src, const TensorView& dst, double factor);
+
+/// Solarize (Pillow ImageOps.solarize's table, torchvision F.solarize on uint8):
+/// x >= threshold ? 255 - x : x for every value; any channel count. threshold 0 inverts every
+/// value (F.invert); a threshold above 255 copies. Returns InvalidArgument on mismatched views
+/// or a threshold that is NaN.
+Status solarize(const ConstTensorView& src, const TensorView& dst, double threshold);
 
 /// torchvision adjust_hue: x / 255 -> HSV (its _rgb2hsv), hue += factor mod 1, -> RGB (its
 /// _hsv2rgb), * 255 truncated. factor in [-0.5, 0.5]. A 1-channel image is copied.

@@ -14,7 +14,7 @@ struct BlurState final : OpState {
 
 class GaussianBlurOp final : public Operator {
  public:
-  explicit GaussianBlurOp(const NodeSpec& n) {
+  explicit GaussianBlurOp(const NodeSpec& n) : probability_(n.get_float("probability")) {
     const auto& k = n.get_ints("kernel_size");
     options_.kernel_x = static_cast<int>(k[0]);
     options_.kernel_y = static_cast<int>(k.size() == 2 ? k[1] : k[0]);
@@ -32,6 +32,12 @@ class GaussianBlurOp final : public Operator {
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
+    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
+    if (!apply) {
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, in.dtype, Layout::kHWC));
+      copy(in, out);
+      return Status::ok();
+    }
     kernels::GaussianBlurOptions o = options_;
     // torchvision GaussianBlur.get_params: one float32 sigma per sample for both axes.
     StreamDraws draws(io.rng());
@@ -45,6 +51,7 @@ class GaussianBlurOp final : public Operator {
  private:
   kernels::GaussianBlurOptions options_;
   double sigma_lo_ = 0.1, sigma_hi_ = 2.0;
+  double probability_;
 };
 
 }  // namespace
@@ -54,13 +61,14 @@ OpSchema gaussian_blur_schema() {
   s.name = "gaussian_blur";
   s.doc = "torchvision GaussianBlur on HWC uint8/float32 images: kernel_size [k] or [kx, ky] (odd), "
           "sigma [s] fixed or [min, max] drawn per sample (float32, one sigma for both axes); "
-          "reflect padding.";
+          "reflect padding; applied with `probability` (RandomApply; a skipped sample is copied).";
   s.inputs = {{"images", "HWC uint8 or float32"}};
   s.outputs = {{"images", "same shape and dtype"}};
   s.uses_randomness = true;
   s.args = {
       {"kernel_size", ArgType::kInts, std::nullopt, "[k] or [kx, ky], odd and positive", all_of({list_size({1, 2}), ops::odd_positive()})},
       {"sigma", ArgType::kFloats, ArgValue({0.1, 2.0}), "[s] fixed, or [min, max] drawn uniformly per sample", list_size({1, 2})},
+      ops::probability_arg(1.0),
   };
   s.create = [](const NodeSpec& n) { return std::make_unique<GaussianBlurOp>(n); };
   return s;

@@ -64,7 +64,7 @@ namespace {
 
 class ColorJitterOp final : public Operator {
  public:
-  explicit ColorJitterOp(const NodeSpec& n) {
+  explicit ColorJitterOp(const NodeSpec& n) : probability_(n.get_float("probability")) {
     const char* names[4] = {"brightness", "contrast", "saturation", "hue"};
     for (int k = 0; k < 4; ++k) ranges_.range[k] = parse_jitter_range(names[k], n.get_floats(names[k]), k == 3);
   }
@@ -76,13 +76,19 @@ class ColorJitterOp final : public Operator {
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
-    const ColorJitterDraw draw = draw_color_jitter(ranges_, io.rng());
+    // RandomApply([ColorJitter(...)], p): the apply draw first, then (if applied) the jitter's own.
+    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, DType::kU8, Layout::kHWC));
-    return apply_color_jitter(draw, in, out);
+    if (!apply) {
+      copy(in, out);
+      return Status::ok();
+    }
+    return apply_color_jitter(draw_color_jitter(ranges_, io.rng()), in, out);
   }
 
  private:
   ColorJitterRanges ranges_;
+  double probability_;
 };
 
 ArgSchema jitter_arg(const char* name, const char* doc) {
@@ -97,7 +103,8 @@ OpSchema color_jitter_schema() {
   s.doc = "torchvision ColorJitter on HWC uint8 images: per sample, a random order of "
           "brightness, contrast, saturation and hue, each with a factor drawn uniformly from its "
           "range (torchvision's argument rules: b -> [max(0, 1 - b), 1 + b], hue h -> [-h, h], or "
-          "[low, high]; [] or 0 turns an adjustment off).";
+          "[low, high]; [] or 0 turns an adjustment off); applied with `probability` (RandomApply; "
+          "a skipped sample is copied and draws no factors).";
   s.inputs = {{"images", "HWC uint8, 1 or 3 channels"}};
   s.outputs = {{"images", "same shape"}};
   s.uses_randomness = true;
@@ -106,6 +113,7 @@ OpSchema color_jitter_schema() {
       jitter_arg("contrast", "[] off, [c] (c >= 0) or [low, high]"),
       jitter_arg("saturation", "[] off, [s] (s >= 0) or [low, high]"),
       jitter_arg("hue", "[] off, [h] (0 <= h <= 0.5) or [low, high] within [-0.5, 0.5]"),
+      ops::probability_arg(1.0),
   };
   s.create = [](const NodeSpec& n) { return std::make_unique<ColorJitterOp>(n); };
   return s;

@@ -1,4 +1,4 @@
-// Colour operators: color_space_conversion, grayscale, brightness, contrast, saturation, hue.
+// Colour operators: color_space_conversion, grayscale, solarize, brightness, contrast, saturation, hue.
 #include <type_traits>
 
 #include "pipeline/kernels/color.h"
@@ -85,21 +85,62 @@ class ColorSpaceConversionOp final : public Operator {
 
 class GrayscaleOp final : public Operator {
  public:
-  explicit GrayscaleOp(const NodeSpec& n) : channels_(n.get_int("num_output_channels")) {}
+  explicit GrayscaleOp(const NodeSpec& n)
+      : channels_(n.get_int("num_output_channels")), probability_(n.get_float("probability")), may_skip_(ops::may_skip(n)) {}
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
     ops::require_hwc(in[0], {DType::kU8}, {1, 3});
-    return {ops::hwc_spec(DType::kU8, ops::dim(in[0], 0), ops::dim(in[0], 1), channels_)};
+    const int64_t c = ops::dim(in[0], 2);
+    // A skipped sample keeps its channels: every sample must have the same count.
+    if (may_skip_ && channels_ != 0 && c >= 0 && c != channels_)
+      throw ConfigError("argument \"num_output_channels\" must be 0 or the input's " + std::to_string(c) +
+                        " when \"probability\" may be below 1, got " + std::to_string(channels_));
+    return {ops::hwc_spec(DType::kU8, ops::dim(in[0], 0), ops::dim(in[0], 1), channels_ ? channels_ : c)};
   }
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
-    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{in.shape[0], in.shape[1], channels_}, DType::kU8, Layout::kHWC));
+    const int64_t c = channels_ ? channels_ : in.shape[2];
+    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
+    if (!apply && c != in.shape[2])
+      return Status::invalid_argument("a skipped sample has " + std::to_string(in.shape[2]) +
+                                      " channels, not num_output_channels " + std::to_string(c));
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{in.shape[0], in.shape[1], c}, DType::kU8, Layout::kHWC));
+    if (!apply) {
+      copy(in, out);
+      return Status::ok();
+    }
     return kernels::rgb_to_grayscale(in, out);
   }
 
  private:
-  int64_t channels_;
+  int64_t channels_;  // 0: as the input
+  double probability_;
+  bool may_skip_;
+};
+
+class SolarizeOp final : public Operator {
+ public:
+  explicit SolarizeOp(const NodeSpec& n) : threshold_(n.get_float("threshold")), probability_(n.get_float("probability")) {}
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    ops::require_hwc(in[0], {DType::kU8});
+    return {in[0]};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, DType::kU8, Layout::kHWC));
+    if (!apply) {
+      copy(in, out);
+      return Status::ok();
+    }
+    return kernels::solarize(in, out, threshold_);
+  }
+
+ private:
+  double threshold_, probability_;
 };
 
 using AdjustFn = Status (*)(const ConstTensorView&, const TensorView&, double);
@@ -108,7 +149,7 @@ using AdjustFn = Status (*)(const ConstTensorView&, const TensorView&, double);
 class AdjustOp final : public Operator {
  public:
   AdjustOp(const NodeSpec& n, AdjustFn fn, double lo, double hi)
-      : fn_(fn), factor_(n.get_float("factor")), lo_(lo), hi_(hi) {}
+      : fn_(fn), factor_(n.get_float("factor")), lo_(lo), hi_(hi), probability_(n.get_float("probability")) {}
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
     ops::require_hwc(in[0], {DType::kU8}, {1, 3});
@@ -118,13 +159,18 @@ class AdjustOp final : public Operator {
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
     HDL_ASSIGN_OR_RETURN(double f, ops::float_arg(io, "factor", factor_, lo_, hi_));
+    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, DType::kU8, Layout::kHWC));
+    if (!apply) {
+      copy(in, out);
+      return Status::ok();
+    }
     return fn_(in, out, f);
   }
 
  private:
   AdjustFn fn_;
-  double factor_, lo_, hi_;
+  double factor_, lo_, hi_, probability_;
 };
 
 OpSchema adjust_schema(const char* name, const char* doc, AdjustFn fn, double dflt, double lo, double hi) {
@@ -134,7 +180,9 @@ OpSchema adjust_schema(const char* name, const char* doc, AdjustFn fn, double df
   s.inputs = {{"images", "HWC uint8, 1 or 3 channels"}};
   s.outputs = {{"images", "same shape"}};
   s.args = {{"factor", ArgType::kFloat, ArgValue(dflt), "adjustment factor (may be driven per sample, e.g. by random_uniform)",
-             in_range(lo, hi), true}};
+             in_range(lo, hi), true},
+            ops::probability_arg(1.0)};
+  s.uses_randomness = true;  // only when probability is below 1
   s.create = [fn, lo, hi](const NodeSpec& n) { return std::make_unique<AdjustOp>(n, fn, lo, hi); };
   return s;
 }
@@ -162,15 +210,33 @@ OpSchema color_space_conversion_schema() {
 OpSchema grayscale_schema() {
   OpSchema s;
   s.name = "grayscale";
-  s.doc = "torchvision Grayscale on HWC uint8 RGB images: 0.2989 R + 0.587 G + 0.114 B, truncated; "
-          "1 or 3 (repeated) output channels.";
+  s.doc = "torchvision Grayscale / RandomGrayscale on HWC uint8 RGB images: 0.2989 R + 0.587 G + "
+          "0.114 B, truncated; 1 or 3 (repeated) output channels, or as many as the input (0, "
+          "RandomGrayscale); applied with `probability` (a skipped sample is copied).";
   s.inputs = {{"images", "HWC uint8 RGB (or 1 channel, copied)"}};
   s.outputs = {{"images", "HWC uint8 with num_output_channels"}};
-  s.args = {{"num_output_channels", ArgType::kInt, ArgValue(1), "1 or 3", [](const ArgValue& v) -> std::string {
+  s.uses_randomness = true;  // only when probability is below 1
+  s.args = {{"num_output_channels", ArgType::kInt, ArgValue(1), "1 or 3, or 0: the input's count", [](const ArgValue& v) -> std::string {
                const int64_t n = v.get<int64_t>();
-               return n == 1 || n == 3 ? "" : "must be 1 or 3, got " + std::to_string(n);
-             }}};
+               return n == 0 || n == 1 || n == 3 ? "" : "must be 0, 1 or 3, got " + std::to_string(n);
+             }},
+            ops::probability_arg(1.0)};
   s.create = [](const NodeSpec& n) { return std::make_unique<GrayscaleOp>(n); };
+  return s;
+}
+
+OpSchema solarize_schema() {
+  OpSchema s;
+  s.name = "solarize";
+  s.doc = "torchvision RandomSolarize (Pillow ImageOps.solarize, F.solarize) on HWC uint8 images: "
+          "x >= threshold ? 255 - x : x, applied with `probability` (a skipped sample is copied); "
+          "threshold 0 is RandomInvert.";
+  s.inputs = {{"images", "HWC uint8, any channel count"}};
+  s.outputs = {{"images", "same shape"}};
+  s.uses_randomness = true;  // only when probability is below 1
+  s.args = {{"threshold", ArgType::kFloat, ArgValue(128.0), "values >= threshold are inverted (above 255: none)", at_least(0)},
+            ops::probability_arg(1.0)};
+  s.create = [](const NodeSpec& n) { return std::make_unique<SolarizeOp>(n); };
   return s;
 }
 

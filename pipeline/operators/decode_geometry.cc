@@ -55,6 +55,25 @@ CropWindow random_resized_crop_window(SizeHW image, const RandomResizedCropParam
   return central_crop_fallback(image, p);
 }
 
+std::optional<CropWindow> random_erasing_window(SizeHW image, const RandomErasingParams& p,
+                                                CropDraws& draws) {
+  const double area = static_cast<double>(image.h * image.w);
+  const float log_lo = std::log(static_cast<float>(p.ratio_lo));
+  const float log_hi = std::log(static_cast<float>(p.ratio_hi));
+  for (int attempt = 0; attempt < p.attempts; ++attempt) {
+    const double erase_area = area * draws.uniform(p.scale_lo, p.scale_hi);
+    const double aspect = std::exp(static_cast<float>(draws.uniform(log_lo, log_hi)));
+    // RandomErasing's ratio is h / w (RandomResizedCrop's is w / h).
+    const int64_t h = round_half_even(std::sqrt(erase_area * aspect));
+    const int64_t w = round_half_even(std::sqrt(erase_area / aspect));
+    if (!(h < image.h && w < image.w)) continue;
+    const int64_t top = draws.randint(image.h - h + 1);
+    const int64_t left = draws.randint(image.w - w + 1);
+    return CropWindow{top, left, h, w};
+  }
+  return std::nullopt;
+}
+
 int64_t crop_offset(int64_t size, int64_t crop, double pos) {
   if (size >= crop) return round_half_even(pos * static_cast<double>(size - crop));
   return -static_cast<int64_t>(std::floor(pos * static_cast<double>(crop - size)));

@@ -1,5 +1,5 @@
 // Window geometry of the cropping operators, with torchvision 0.14's rounding: the
-// RandomResizedCrop window (get_params), CenterCrop offsets (with its zero padding when the crop
+// RandomResizedCrop window (get_params), the RandomErasing rectangle (get_params), CenterCrop offsets (with its zero padding when the crop
 // is larger than the image), and the plan of the fused image_decoder (which region to decode, at
 // which DCT scale, and which window of which virtual resize to compute from it).
 //
@@ -72,6 +72,24 @@ struct RandomResizedCropParams {
 /// ratio range. Always inside the image. Precondition: positive sizes, lo <= hi.
 CropWindow random_resized_crop_window(SizeHW image, const RandomResizedCropParams& p,
                                       CropDraws& draws);
+
+/// RandomErasing's arguments (torchvision defaults).
+struct RandomErasingParams {
+  double scale_lo = 0.02;  ///< erased area fraction range [scale_lo, scale_hi]
+  double scale_hi = 0.33;
+  double ratio_lo = 0.3;   ///< aspect ratio (h / w) range, sampled log-uniformly
+  double ratio_hi = 3.3;
+  int attempts = 10;       ///< tries before giving up (torchvision: 10)
+};
+
+/// torchvision 0.14 RandomErasing.get_params on an image of `image` size: up to `attempts`
+/// times draw an area fraction and a log aspect ratio (float32 draws, log of the float32
+/// ratios), h = round(sqrt(area * r)), w = round(sqrt(area / r)) (half to even); if h < H and
+/// w < W (strictly), draw top then left uniformly and return the rectangle (h or w may be 0:
+/// an empty rectangle); nullopt when no attempt fits (torchvision returns the image unchanged).
+/// Precondition: positive sizes, 0 <= scale_lo <= scale_hi, 0 < ratio_lo <= ratio_hi.
+std::optional<CropWindow> random_erasing_window(SizeHW image, const RandomErasingParams& p,
+                                                CropDraws& draws);
 
 /// Python's int(round(v)) for a double: nearest integer, ties to even.
 int64_t round_half_even(double v);

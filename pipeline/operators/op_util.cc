@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pipeline/spec.h"
+
 namespace hdl::ops {
 
 void require_hwc(const TensorSpec& s, std::initializer_list<DType> dtypes,
@@ -29,6 +31,23 @@ Result<double> float_arg(const SampleIO& io, const char* name, double constant, 
                                     std::to_string(v));
   }
   return v;
+}
+
+ArgSchema probability_arg(double dflt) {
+  return {"probability", ArgType::kFloat, ArgValue(dflt),
+          "probability of applying it to a sample (per sample: e.g. one coin_flip bound to several "
+          "operators applies all or none, as RandomApply)", in_range(0, 1), true};
+}
+
+Result<bool> apply_draw(SampleIO& io, double constant) {
+  HDL_ASSIGN_OR_RETURN(const double p, float_arg(io, "probability", constant, 0, 1));
+  if (p >= 1) return true;
+  if (p <= 0) return false;
+  return static_cast<double>(io.rng().uniform()) < p;
+}
+
+bool may_skip(const NodeSpec& n) {
+  return n.arg_inputs.count("probability") != 0 || n.get_float("probability") < 1;
 }
 
 ArgValidator odd_positive() {

@@ -42,6 +42,21 @@ inline bool flag_arg(const SampleIO& io, const char* name, bool constant) {
 /// A per-sample float argument, checked against [lo, hi]; InvalidArgument names it otherwise.
 Result<double> float_arg(const SampleIO& io, const char* name, double constant, double lo, double hi);
 
+/// The `probability` argument of the operators torchvision applies at random (RandomGrayscale,
+/// RandomSolarize, RandomErasing, RandomApply([...], p)): a float in [0, 1], per sample or
+/// constant, default `dflt`.
+ArgSchema probability_arg(double dflt);
+
+/// Whether to apply the operator to this sample: p is the value bound to "probability" for this
+/// sample, else `constant`. One uniform float32 is drawn from the operator's stream (as
+/// torchvision's `torch.rand(1) < p`) only when 0 < p < 1, so p = 1 draws nothing and a 0/1
+/// coin_flip bound to several operators' probability decides for all of them at once
+/// (RandomApply of several transforms: all or none). InvalidArgument when p is outside [0, 1].
+Result<bool> apply_draw(SampleIO& io, double constant);
+
+/// Whether `probability` may be below 1 for some sample: a constant below 1, or bound per sample.
+bool may_skip(const NodeSpec& n);
+
 /// Validator: every element odd and positive.
 ArgValidator odd_positive();
 

@@ -3,7 +3,10 @@
 The mapping keeps torchvision's semantics: ImageFolder's own ``samples`` (paths, labels and
 order), PIL-stage transforms in order (the leading RandomResizedCrop / Resize / CenterCrop
 fused into the decoder, which then decodes only the region it needs), ToTensor + Normalize
-as one crop_mirror_normalize pass to float32 CHW. Every operator and fused decoder argument is
+as one crop_mirror_normalize pass to float32 CHW, then tensor-stage RandomErasing. Random
+application (RandomGrayscale, RandomSolarize, RandomInvert, RandomApply) is the operators'
+``probability`` argument; a RandomApply of several transforms binds one coin_flip to all of
+them (one draw: all or none). Every operator and fused decoder argument is
 looked up in the registry at run time; what is missing becomes a fallback reason.
 """
 
@@ -18,7 +21,7 @@ import torchvision.transforms as T
 from torch.utils.data import Subset
 from torch.utils.data._utils.collate import default_collate
 from torchvision.datasets import DatasetFolder
-from PIL import ImageFilter
+from PIL import ImageFilter, ImageOps
 from torchvision.datasets.folder import default_loader, pil_loader
 
 from . import fn
@@ -94,7 +97,8 @@ def unwrap_dataset(dataset: Any) -> Tuple[DatasetFolder, Optional[List[int]]]:
 # (forward / __call__ / get_params): its behaviour then is the attributes the mapping reads.
 _KNOWN = (T.Compose, T.ToTensor, T.PILToTensor, T.ConvertImageDtype, T.Normalize, T.RandomResizedCrop,
           T.Resize, T.CenterCrop, T.RandomCrop, T.ColorJitter, T.Grayscale, T.Pad, T.GaussianBlur,
-          T.RandomHorizontalFlip, T.RandomVerticalFlip)
+          T.RandomHorizontalFlip, T.RandomVerticalFlip, T.RandomGrayscale, T.RandomSolarize, T.RandomInvert,
+          T.RandomApply, T.RandomErasing)
 _BEHAVIOUR = ("forward", "__call__", "get_params")
 
 
@@ -126,12 +130,24 @@ def _moco_blur_call(self, x):  # MoCo v2/v3 loader.GaussianBlur(sigma=[.1, 2.])
     return x
 
 
+def _solarization_call(self, img):  # DINO / BYOL / MoCo v3 utils.Solarization(p)
+    if random.random() < self.p:
+        return ImageOps.solarize(img)
+    return img
+
+
+def _moco_solarize_call(self, x):  # MoCo v3 loader.Solarize(), inside RandomApply
+    return ImageOps.solarize(x)
+
+
 _RECIPE_CLASSES = [
     (_dino_blur_call, lambda t: ("pil_gaussian_blur", {"probability": min(1.0, max(0.0, float(t.prob))),
                                                        "radius": [float(t.radius_min), float(t.radius_max)]})),
     (_moco_blur_call, lambda t: ("pil_gaussian_blur", {"radius": [float(t.sigma[0]), float(t.sigma[1])]})),
+    (_solarization_call, lambda t: ("solarize", {"threshold": 128.0, "probability": min(1.0, max(0.0, float(t.p)))})),
+    (_moco_solarize_call, lambda t: ("solarize", {"threshold": 128.0})),
 ]
-_RECIPE_MODULES = {"random": random, "ImageFilter": ImageFilter}
+_RECIPE_MODULES = {"random": random, "ImageFilter": ImageFilter, "ImageOps": ImageOps}
 
 
 def _same_code(a: Any, b: Any) -> bool:
@@ -210,17 +226,51 @@ def _flatten(t: Any) -> List[Any]:
 
 _FLIPS = (T.RandomHorizontalFlip, T.RandomVerticalFlip)
 _PIL_STAGE = (T.RandomResizedCrop, T.Resize, T.CenterCrop, T.RandomCrop, T.ColorJitter,
-              T.Grayscale, T.Pad, T.GaussianBlur) + _FLIPS
+              T.Grayscale, T.Pad, T.GaussianBlur, T.RandomGrayscale, T.RandomSolarize, T.RandomInvert,
+              T.RandomApply) + _FLIPS
+# Transforms that draw their own decision to apply (their `p`).
+_OWN_P = (T.RandomGrayscale, T.RandomSolarize, T.RandomInvert) + _FLIPS
+# What a RandomApply may hold: transforms that keep the image's shape.
+_APPLICABLE = (T.ColorJitter, T.GaussianBlur, T.Grayscale, T.RandomApply) + _OWN_P
+
+
+def _apply_items(t: Any) -> List[Any]:
+    """The transforms of a RandomApply, flattened."""
+    return _flatten(list(t.transforms))
+
+
+def _apply_reasons(t: Any, shared: bool = False) -> List[str]:
+    """Why `t` cannot run with a probability of being applied: its own RandomApply, or (shared)
+    one draw common to the several transforms of an enclosing RandomApply."""
+    kind, name = _kind(t), type(t).__name__
+    if recipe_op(t) is not None:  # a recipe's own blur class: its operator's constant probability
+        return [f"{name} inside a RandomApply of several transforms has no native mapping"] if shared else []
+    if kind not in _APPLICABLE:
+        return [f"transform {name} inside RandomApply has no native mapping"]
+    if shared and kind in _OWN_P + (T.RandomApply,) and t.p < 1:
+        return [f"{name}(p={t.p}) inside a RandomApply of several transforms (two draws) has no native mapping"]
+    if kind is T.Grayscale and t.num_output_channels != 3:
+        return [f"RandomApply of Grayscale(num_output_channels={t.num_output_channels}) changes the channel "
+                "count of some samples only"]
+    if kind is T.RandomApply:
+        items = _apply_items(t)
+        if len(items) == 1:
+            return _apply_reasons(items[0], shared)
+        if any(_kind(i) in _FLIPS for i in items):
+            return ["a flip inside a RandomApply of several transforms has no native mapping"]
+        return [r for i in items for r in _apply_reasons(i, True)]
+    return []
 
 
 def _split(transform: Any):
-    """(PIL-stage transforms, float output, tensor-stage Normalize or None); raises Unsupported
-    listing every transform that has no native mapping."""
+    """(PIL-stage transforms, float output, tensor-stage Normalize or None, tensor-stage
+    RandomErasings); raises Unsupported listing every transform that has no native mapping."""
     ts = _flatten(transform)
     pil: List[Any] = []
     to_tensor = None
     float_out = False
     normalize = None
+    erasing: List[Any] = []
     reasons: List[str] = []
     for t in ts:
         kind = _kind(t)
@@ -231,11 +281,19 @@ def _split(transform: Any):
             elif kind is T.PILToTensor:
                 to_tensor = "PILToTensor"
             elif kind in _PIL_STAGE or recipe_op(t) is not None:
+                if kind is T.RandomApply:
+                    reasons += _apply_reasons(t)
                 pil.append(t)
             else:
                 reasons.append(f"transform {name} has no native mapping")
         elif kind in _FLIPS:
-            pil.append(t)  # flips commute with the per-pixel conversion
+            # Flips commute with the per-pixel conversion, and with RandomErasing in law (a
+            # uniformly placed rectangle mirrored is a uniformly placed rectangle).
+            pil.append(t)
+        elif kind is T.RandomErasing:
+            if not float_out:
+                reasons.append("RandomErasing on a uint8 tensor (only float tensors are native)")
+            erasing.append(t)
         elif kind is T.ConvertImageDtype:
             if t.dtype != torch.float32:
                 reasons.append(f"ConvertImageDtype({t.dtype}) (only torch.float32 is native)")
@@ -243,6 +301,8 @@ def _split(transform: Any):
         elif kind is T.Normalize and normalize is None:
             if not float_out:
                 reasons.append("Normalize on a uint8 tensor (torch would fail too)")
+            if erasing:
+                reasons.append("Normalize after RandomErasing has no native mapping (RandomErasing after Normalize has)")
             normalize = t
         else:
             reasons.append(f"transform {name} after {to_tensor} has no native mapping")
@@ -251,7 +311,7 @@ def _split(transform: Any):
                        "cannot batch PIL images either")
     if reasons:
         raise Unsupported(reasons)
-    return pil, float_out, normalize
+    return pil, float_out, normalize, erasing
 
 
 def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
@@ -282,12 +342,60 @@ def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
     return args, i
 
 
-def _map_one(t: Any, x: DataNode) -> DataNode:
+def _times(p: Any, q: float) -> Any:
+    """The probability of applying a transform of probability `q` inside one of probability `p`
+    (a float, or a shared 0/1 coin_flip, which _apply_reasons allows only with q 0 or 1)."""
+    if q >= 1:
+        return p
+    if isinstance(p, DataNode):
+        if q <= 0:
+            return 0.0
+        raise Unsupported("a random transform inside a RandomApply of several transforms (two draws)")
+    return float(p) * float(q)
+
+
+def _prob(op: str, p: Any) -> Dict[str, Any]:
+    """`op`'s probability argument for `p` (none when it always applies)."""
+    if not isinstance(p, DataNode) and p >= 1:
+        return {}
+    _require(op, "probability")
+    return {"probability": p if isinstance(p, DataNode) else float(p)}
+
+
+def _map_one(t: Any, x: DataNode, p: Any = 1.0) -> DataNode:
+    """`t` applied to x with probability `p` (a float or a shared coin_flip; only transforms
+    that keep the image's shape take one below 1, see _apply_reasons)."""
     op = recipe_op(t)
     if op is not None:
-        _require(op[0], *op[1])
-        return getattr(fn, op[0])(x, **op[1])
+        name, args = op
+        _require(name, *args)
+        if not (not isinstance(p, DataNode) and p >= 1):  # RandomApply([recipe blur], p)
+            if isinstance(p, DataNode):
+                raise Unsupported(f"{type(t).__name__} inside a RandomApply of several transforms has no native mapping")
+            _require(name, "probability")
+            args = dict(args, probability=float(p) * float(args.get("probability", 1.0)))
+        return getattr(fn, name)(x, **args)
     kind = _kind(t)
+    if kind is T.RandomApply:
+        items, q = _apply_items(t), float(t.p)
+        if len(items) == 1:
+            return _map_one(items[0], x, _times(p, q))
+        p = _times(p, q)
+        if isinstance(p, DataNode) or p >= 1 or p <= 0:
+            pass  # already shared, always, or never: no draw of its own
+        else:
+            _require("coin_flip")
+            p = fn.coin_flip(probability=float(p))  # one draw for all of them
+        for item in items:
+            x = _map_one(item, x, p)
+        return x
+    if kind is T.RandomGrayscale:  # as many channels as the input
+        _require("grayscale")
+        return fn.grayscale(x, num_output_channels=0, **_prob("grayscale", _times(p, float(t.p))))
+    if kind in (T.RandomSolarize, T.RandomInvert):  # invert = solarize at threshold 0
+        _require("solarize")
+        threshold = float(t.threshold) if kind is T.RandomSolarize else 0.0
+        return fn.solarize(x, threshold=threshold, **_prob("solarize", _times(p, float(t.p))))
     if kind is T.RandomResizedCrop:
         _require("random_resized_crop")
         return fn.random_resized_crop(x, size=_hw(t.size), scale=list(t.scale), ratio=list(t.ratio),
@@ -310,22 +418,34 @@ def _map_one(t: Any, x: DataNode) -> DataNode:
     if kind in _FLIPS:
         _require("random_flip")
         direction = "horizontal" if kind is T.RandomHorizontalFlip else "vertical"
-        return fn.random_flip(x, probability=float(t.p), direction=direction)
+        return fn.random_flip(x, probability=float(_times(p, float(t.p))), direction=direction)
     if kind is T.ColorJitter:
         _require("color_jitter")
         rng = lambda v: [] if v is None else [float(v[0]), float(v[1])]
         return fn.color_jitter(x, brightness=rng(t.brightness), contrast=rng(t.contrast),
-                               saturation=rng(t.saturation), hue=rng(t.hue))
+                               saturation=rng(t.saturation), hue=rng(t.hue), **_prob("color_jitter", p))
     if kind is T.Grayscale:
         _require("grayscale")
-        return fn.grayscale(x, num_output_channels=int(t.num_output_channels))
+        return fn.grayscale(x, num_output_channels=int(t.num_output_channels), **_prob("grayscale", p))
     if kind is T.Pad:
         return _pad(t.padding, t.fill, t.padding_mode, x)
     if kind is T.GaussianBlur:
         _require("gaussian_blur")
         return fn.gaussian_blur(x, kernel_size=[int(k) for k in t.kernel_size],
-                                sigma=[float(s) for s in t.sigma])
+                                sigma=[float(s) for s in t.sigma], **_prob("gaussian_blur", p))
     raise Unsupported(f"transform {type(t).__name__} has no native mapping")
+
+
+def _erasing(t: Any, x: DataNode) -> DataNode:
+    """Tensor-stage RandomErasing on the float32 CHW images (inplace makes no difference here)."""
+    _require("random_erasing")
+    v = t.value
+    if isinstance(v, str):  # "random": torchvision accepts no other string
+        values: Dict[str, Any] = {"random_values": True}
+    else:
+        values = {"value": [float(v)] if isinstance(v, (int, float)) else [float(a) for a in v]}
+    return fn.random_erasing(x, probability=float(t.p), scale=[float(s) for s in t.scale],
+                             ratio=[float(r) for r in t.ratio], **values)
 
 
 def _pad(padding: Any, fill: Any, mode: str, x: DataNode) -> DataNode:
@@ -339,7 +459,7 @@ def _plan_view(transform: Any, fuse: bool, jpeg_index_mb: Optional[int]):
     """(image_decoder arguments, a function wiring the rest onto decoded images) for one
     view. With `fuse`, the leading crop/resize go into the decoder (it then decodes only the
     region it needs); without, the decoder decodes whole images for several views to share."""
-    pil, float_out, normalize = _split(transform)
+    pil, float_out, normalize, erasing = _split(transform)
     dec_args, taken = _fused_decoder(pil if fuse else [])
     if jpeg_index_mb is not None and _has("image_decoder", "index_cache_mb"):
         dec_args["index_cache_mb"] = int(jpeg_index_mb)
@@ -353,6 +473,8 @@ def _plan_view(transform: Any, fuse: bool, jpeg_index_mb: Optional[int]):
         if op is not None:
             _require(op[0], *op[1])
     _require("crop_mirror_normalize" if float_out else "transpose")
+    if erasing:
+        _require("random_erasing")
 
     # A horizontal flip last before the tensor conversion becomes crop_mirror_normalize's mirror,
     # drawn by a coin_flip of the same probability: one pass over the pixels instead of two.
@@ -368,8 +490,11 @@ def _plan_view(transform: Any, fuse: bool, jpeg_index_mb: Optional[int]):
             extra = {} if mirror_p is None else {"mirror": fn.coin_flip(probability=mirror_p)}
             mean = list(normalize.mean) if normalize is not None and not isinstance(normalize.mean, (int, float)) else ([float(normalize.mean)] if normalize is not None else [])
             std = list(normalize.std) if normalize is not None and not isinstance(normalize.std, (int, float)) else ([float(normalize.std)] if normalize is not None else [])
-            return fn.crop_mirror_normalize(x, mean=[float(m) for m in mean], std=[float(s) for s in std],
-                                            scale=255.0, dtype="float32", output_layout="CHW", **extra)
+            x = fn.crop_mirror_normalize(x, mean=[float(m) for m in mean], std=[float(s) for s in std],
+                                         scale=255.0, dtype="float32", output_layout="CHW", **extra)
+            for t in erasing:
+                x = _erasing(t, x)
+            return x
         return fn.transpose(x, output_layout="CHW")
 
     return dec_args, after

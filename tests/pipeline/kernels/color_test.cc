@@ -1,6 +1,6 @@
 // Colour kernels vs torchvision 0.14 tensor ops on uint8 (and Pillow for YCbCr), real photos.
 // Bounds (also in pipeline/kernels/README.md), in grey levels:
-//   rgb_to_grayscale, swap_red_blue, brightness, saturation: exact.
+//   rgb_to_grayscale, swap_red_blue, brightness, saturation, solarize (also vs Pillow): exact.
 //   contrast: max 1 (torch's float32 mean may differ from the exact one in the last bit).
 //   hue: max 1, at most 0.1% of values differing (float32 HSV round trip, operation order).
 //   YCbCr vs Pillow (its own fixed-point tables): max 1, mean <= 0.1 both ways.
@@ -49,6 +49,17 @@ void check_cases(const std::string& name, const Op& op, double max_abs, double m
 
 TEST(ColorTest, GrayscaleExact) {
   check_cases("grayscale", [](auto& s, auto& d, auto&) { return rgb_to_grayscale(s, d); }, 0, 0);
+}
+
+TEST(ColorTest, SolarizeExactAgainstPillowAndTorchvision) {
+  HDL_REQUIRE_REFERENCES();
+  EXPECT_GE(references().cases("solarize").size(), 3u * 11);  // photo, odd, gray: Pillow, invert, torchvision
+  check_cases("solarize", [](auto& s, auto& d, auto& c) { return solarize(s, d, c.f("threshold")); }, 0, 0);
+  uint8_t px[4] = {0, 127, 128, 255};
+  TensorView v(px, {1, 4, 1}, DType::kU8);
+  ASSERT_TRUE(solarize(v, v, 128).is_ok());  // in place
+  EXPECT_EQ(std::vector<int>(px, px + 4), (std::vector<int>{0, 127, 127, 0}));
+  EXPECT_FALSE(solarize(v, v, std::nan("")).is_ok());
 }
 
 TEST(ColorTest, SwapRedBlueExactAndInPlace) {

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import torch
 import torchvision.transforms.functional as F
-from PIL import Image, ImageFilter
+from PIL import Image, ImageFilter, ImageOps
 from torchvision.transforms import InterpolationMode
 
 torch.set_num_threads(1)
@@ -138,12 +138,33 @@ def color_cases(src):
         add_case("brightness", src, F.adjust_brightness(t, f), factor=f)
     for f in (0.5, 1.6):
         add_case("contrast", src, F.adjust_contrast(t, f), factor=f)
+    im = sources[src][0]
+    for th in (0, 1, 128, 192.5, 255, 256):  # Pillow (the PIL stage's RandomSolarize / RandomInvert)
+        add_case("solarize", src, np.asarray(ImageOps.solarize(im, th)), threshold=th, ref="pil")
+    add_case("solarize", src, np.asarray(ImageOps.invert(im)), threshold=0, ref="pil_invert")
+    for th in (0, 64, 128.5, 255):  # torchvision's tensor solarize
+        add_case("solarize", src, F.solarize(t, th), threshold=th, ref="torchvision")
     for (kx, ky, sx, sy) in ((5, 5, 1.5, 1.5), (3, 7, 0.8, 2.0), (9, 9, 3.0, 3.0), (21, 21, 5.0, 5.0)):
         add_case("blur", src, F.gaussian_blur(t, [kx, ky], [sx, sy]), kx=kx, ky=ky, sx=sx, sy=sy)
     # Pillow's GaussianBlur (box approximation): small, fractional and huge radii (past the
     # image size: the edge_a > edge_b branch).
     for r in (0.1, 0.75, 1.9, 6.0, 300.0):
         add_case("pil_blur", src, np.asarray(sources[src][0].filter(ImageFilter.GaussianBlur(r))), radius=r)
+
+
+def erase_cases(src):
+    """F.erase on the normalised float32 CHW image (what RandomErasing sees after Normalize)."""
+    x = F.normalize(chw(src).float().div(255), MEAN, STD)
+    H, W = x.shape[1:]
+    for (i, j, h, w, kind) in ((10, 20, 50, 60, "channels"), (0, 0, H - 1, W - 1, "one"),
+                               (H - 7, W - 9, 7, 9, "patch"), (5, 5, 0, 9, "one")):
+        if kind == "channels":
+            v = torch.tensor([1.5, -2.0, 3.25])[:, None, None]
+        elif kind == "one":
+            v = torch.tensor([-0.75])[:, None, None]
+        else:  # a patch the test can rebuild exactly
+            v = (torch.arange(3 * h * w, dtype=torch.float32) / 7).reshape(3, h, w)
+        add_case("erase", src, F.erase(x, i, j, h, w, v), layout="CHW", top=i, left=j, h=h, w=w, kind=kind)
 
 
 def size_cases():
@@ -180,6 +201,7 @@ def main():
         geometry_cases(s)
     for s in ("photo", "odd"):
         normalize_cases(s)
+        erase_cases(s)
     for s in ("photo", "odd", "gray"):
         color_cases(s)
     size_cases()

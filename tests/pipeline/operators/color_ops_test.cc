@@ -1,9 +1,11 @@
-// crop_mirror_normalize, normalize, cast, color_space_conversion, grayscale, brightness,
+// crop_mirror_normalize, normalize, cast, color_space_conversion, grayscale, solarize, brightness,
 // contrast, saturation, hue, color_jitter and gaussian_blur inside pipelines on real photos:
 // declared shapes/dtypes/layouts, pixels equal to calling the kernels directly (the kernels are
 // tested against torchvision), per-sample factors from random_uniform / coin_flip, color_jitter's
 // draws (order uniform over the 24 permutations, factors in range) and determinism across thread
-// counts, and argument errors naming the argument.
+// counts, `probability` (each sample the kernel's output or the input, as the replayed draw says;
+// one coin_flip bound to several operators applies all or none), and argument errors naming
+// the argument.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -181,6 +183,68 @@ TEST_F(ColorOpsTest, GaussianBlurEqualsKernelWithTheReplayedSigma) {
   }
 }
 
+// A sample's random stream of node `name` in a run_op pipeline seeded with `seed`.
+RandomStream stream_of(const OpRun& run, size_t k, uint64_t seed, const char* name) {
+  return RandomStream(RandomStream::key_for(seed, name), run.epochs[k], run.positions[k]);
+}
+
+TEST_F(ColorOpsTest, SolarizeAndRandomGrayscaleApplyWithTheirProbability) {
+  const OpRun run = run_op(root(), [](PipelineSpec& s, TensorRef images) {
+    auto always = s.add("solarize", {images}, {{"threshold", 128.0}}, {}, "always");
+    auto sol = s.add("solarize", {images}, {{"threshold", 100.0}, {"probability", 0.5}}, {}, "sol");
+    auto gray = s.add("grayscale", {images}, {{"num_output_channels", 0}, {"probability", 0.3}}, {}, "gray");
+    return std::vector<TensorRef>{always[0], sol[0], gray[0]};
+  }, {30, 26}, {.batch_size = 4, .num_threads = 2, .seed = 11}, 8);
+  int solarized = 0, grayed = 0;
+  const size_t n = run.images().size();
+  for (size_t k = 0; k < n; ++k) {
+    const Tensor& in = run.images()[k];
+    auto kernel = [&](const std::function<Status(const TensorView&)>& f) { return by_kernel(in.shape(), DType::kU8, Layout::kHWC, f); };
+    EXPECT_TRUE(same_tensor(run.outputs[0][k], kernel([&](const TensorView& v) { return kernels::solarize(in.view(), v, 128); })));
+    // Each sample is the kernel's output or the input, as the replayed `torch.rand(1) < p` says.
+    RandomStream s1 = stream_of(run, k, 11, "sol"), s2 = stream_of(run, k, 11, "gray");
+    const bool sol = s1.uniform() < 0.5, gray = s2.uniform() < 0.3;
+    EXPECT_TRUE(same_tensor(run.outputs[1][k], sol ? kernel([&](const TensorView& v) { return kernels::solarize(in.view(), v, 100); }) : in)) << k;
+    EXPECT_TRUE(same_tensor(run.outputs[2][k], gray ? kernel([&](const TensorView& v) { return kernels::rgb_to_grayscale(in.view(), v); }) : in)) << k;
+    solarized += sol, grayed += gray;
+  }
+  ASSERT_EQ(n, 64u);
+  EXPECT_NEAR(solarized, 32, 16);  // 4 sigma
+  EXPECT_NEAR(grayed, 19, 15);
+}
+
+TEST_F(ColorOpsTest, OneCoinFlipAppliesSeveralOperatorsAllOrNone) {
+  // RandomApply([ColorJitter(...), GaussianBlur(...), RandomSolarize(p=1)], p=0.6): one draw.
+  const OpRun run = run_op(root(), [](PipelineSpec& s, TensorRef images) {
+    auto coin = s.add("coin_flip", {}, {{"probability", 0.6}}, {}, "coin");
+    auto j = s.add("color_jitter", {images}, {{"brightness", {0.4}}, {"hue", {0.1}}}, {{"probability", coin[0]}}, "jitter");
+    auto b = s.add("gaussian_blur", {j[0]}, {{"kernel_size", {3}}}, {{"probability", coin[0]}}, "blur");
+    auto z = s.add("solarize", {b[0]}, {{"threshold", 200.0}}, {{"probability", coin[0]}}, "sol");
+    return std::vector<TensorRef>{z[0], j[0], coin[0]};
+  }, {30, 26}, {.batch_size = 4, .num_threads = 2, .seed = 5}, 6);
+  ColorJitterRanges ranges;
+  ranges.range = {std::pair{0.6, 1.4}, std::nullopt, std::nullopt, std::pair{-0.1, 0.1}};
+  int applied = 0;
+  for (size_t k = 0; k < run.images().size(); ++k) {
+    const Tensor& in = run.images()[k];
+    const bool on = *run.outputs[2][k].typed<int32_t>() != 0;
+    if (!on) {
+      EXPECT_TRUE(same_tensor(run.outputs[0][k], in)) << k;
+      continue;
+    }
+    ++applied;
+    // Bound to 1, the probability draws nothing: the jitter's draws are its stream's first.
+    RandomStream rng = stream_of(run, k, 5, "jitter");
+    const ColorJitterDraw d = draw_color_jitter(ranges, rng);
+    EXPECT_TRUE(same_tensor(run.outputs[1][k], by_kernel(in.shape(), DType::kU8, Layout::kHWC, [&](const TensorView& v) {
+      return apply_color_jitter(d, in.view(), v);
+    }))) << k;
+    EXPECT_FALSE(same_tensor(run.outputs[0][k], in)) << k;
+  }
+  EXPECT_GT(applied, 5);
+  EXPECT_LT(applied, 43);
+}
+
 TEST_F(ColorOpsTest, BadArgumentsNameTheArgument) {
   auto has = [](const std::string& msg, const std::string& part) {
     return msg.find(part) != std::string::npos ? ::testing::AssertionSuccess() : ::testing::AssertionFailure() << msg;
@@ -193,7 +257,10 @@ TEST_F(ColorOpsTest, BadArgumentsNameTheArgument) {
   EXPECT_TRUE(has(config_error(root(), "color_jitter", {{"hue", {0.7}}}), "argument \"hue\""));
   EXPECT_TRUE(has(config_error(root(), "color_jitter", {{"brightness", {1.5, 0.5}}}), "argument \"brightness\""));
   EXPECT_TRUE(has(config_error(root(), "gaussian_blur", {{"kernel_size", {4}}}), "argument \"kernel_size\" must be odd"));
-  EXPECT_TRUE(has(config_error(root(), "grayscale", {{"num_output_channels", 2}}), "argument \"num_output_channels\" must be 1 or 3"));
+  EXPECT_TRUE(has(config_error(root(), "grayscale", {{"num_output_channels", 2}}), "argument \"num_output_channels\" must be 0, 1 or 3"));
+  EXPECT_TRUE(has(config_error(root(), "grayscale", {{"probability", 0.5}}), "argument \"num_output_channels\" must be 0 or the input's 3"));
+  EXPECT_TRUE(has(config_error(root(), "solarize", {{"probability", -0.1}}), "argument \"probability\" must be in"));
+  EXPECT_TRUE(has(config_error(root(), "solarize", {{"threshold", -1.0}}), "argument \"threshold\""));
   EXPECT_TRUE(has(config_error(root(), "brightness", {{"factor", -1.0}}), "argument \"factor\" must be in"));
   EXPECT_TRUE(has(config_error(root(), "color_space_conversion", {{"output_type", "hsv"}}), "argument \"output_type\" must be one of"));
   EXPECT_TRUE(has(config_error(root(), "color_space_conversion", {{"image_type", "gray"}, {"output_type", "rgb"}}), "input must be HWC uint8 images with 1 channels"));

@@ -11,55 +11,18 @@
 #include <string>
 #include <vector>
 
+#include "tests/pipeline/operators/recorded_draws.h"
 #include "tests/test_util.h"
 
 namespace hdl {
 namespace {
 
-std::vector<std::string> torchvision_lines() {
-  const std::string cmd = "/usr/bin/python3 " HDL_SOURCE_DIR "/tests/pipeline/operators/torchvision_geometry.py 2>/dev/null";
-  std::vector<std::string> lines;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return lines;
-  char buf[512];
-  while (fgets(buf, sizeof buf, f)) lines.emplace_back(buf);
-  pclose(f);
-  return lines;
-}
+using testing::RecordedDraws;
 
 const std::vector<std::string>& reference() {
-  static const std::vector<std::string> lines = torchvision_lines();
+  static const std::vector<std::string> lines = testing::python_lines("tests/pipeline/operators/torchvision_geometry.py");
   return lines;
 }
-
-// Replays recorded torchvision draws; fails the test when asked for a draw of another kind.
-class RecordedDraws final : public CropDraws {
- public:
-  void add(char kind, double v) { draws_.push_back({kind, v}); }
-  double uniform(double lo, double hi) override {
-    const auto d = next('U');
-    EXPECT_GE(d, lo - 1e-6);
-    EXPECT_LE(d, hi + 1e-6);
-    return d;
-  }
-  int64_t randint(int64_t n) override {
-    const auto d = static_cast<int64_t>(next('I'));
-    EXPECT_LT(d, n);
-    return d;
-  }
-  bool all_used() const { return used_ == draws_.size(); }
-
- private:
-  double next(char kind) {
-    if (used_ >= draws_.size() || draws_[used_].first != kind) {
-      ADD_FAILURE() << "draw " << used_ << " is not of kind " << kind;
-      return 0;
-    }
-    return draws_[used_++].second;
-  }
-  std::vector<std::pair<char, double>> draws_;
-  size_t used_ = 0;
-};
 
 #define REQUIRE_REFERENCE() \
   if (reference().empty()) GTEST_SKIP() << "torchvision (/usr/bin/python3) unavailable"
