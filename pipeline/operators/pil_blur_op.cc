@@ -32,12 +32,12 @@ class PilGaussianBlurOp final : public Operator {
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, in.dtype, Layout::kHWC));
     // The recipes' order: whether to blur, then the radius (Python's random.uniform, passed
     // to Pillow as a C float).
-    RandomStream& rng = io.rng();
-    if (p_ < 1 && !rng.bernoulli(p_)) {
+    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, p_));
+    if (!apply) {
       copy(in, out);
       return Status::ok();
     }
-    const auto radius = static_cast<float>(lo_ == hi_ ? lo_ : rng.uniform(lo_, hi_));
+    const auto radius = static_cast<float>(lo_ == hi_ ? lo_ : io.rng().uniform(lo_, hi_));
     return kernels::pil_gaussian_blur(in, out, radius, static_cast<PilBlurState*>(io.state())->workspace);
   }
 
@@ -62,7 +62,7 @@ OpSchema pil_gaussian_blur_schema() {
   s.args = {
       {"radius", ArgType::kFloats, ArgValue({0.1, 2.0}), "[r] fixed, or [min, max] drawn uniformly per sample",
        list_size({1, 2})},
-      {"probability", ArgType::kFloat, ArgValue(1.0), "probability of blurring a sample", in_range(0, 1)},
+      ops::probability_arg(1.0),
   };
   s.create = [](const NodeSpec& n) { return std::make_unique<PilGaussianBlurOp>(n); };
   return s;

@@ -243,8 +243,11 @@ def _apply_reasons(t: Any, shared: bool = False) -> List[str]:
     """Why `t` cannot run with a probability of being applied: its own RandomApply, or (shared)
     one draw common to the several transforms of an enclosing RandomApply."""
     kind, name = _kind(t), type(t).__name__
-    if recipe_op(t) is not None:  # a recipe's own blur class: its operator's constant probability
-        return [f"{name} inside a RandomApply of several transforms has no native mapping"] if shared else []
+    op = recipe_op(t)
+    if op is not None:  # a recipe's own class: shared only when it has no probability of its own
+        if shared and float(op[1].get("probability", 1.0)) < 1:
+            return [f"{name} (p < 1) inside a RandomApply of several transforms (two draws) has no native mapping"]
+        return []
     if kind not in _APPLICABLE:
         return [f"transform {name} inside RandomApply has no native mapping"]
     if shared and kind in _OWN_P + (T.RandomApply,) and t.p < 1:
@@ -369,9 +372,12 @@ def _map_one(t: Any, x: DataNode, p: Any = 1.0) -> DataNode:
     if op is not None:
         name, args = op
         _require(name, *args)
-        if not (not isinstance(p, DataNode) and p >= 1):  # RandomApply([recipe blur], p)
-            if isinstance(p, DataNode):
-                raise Unsupported(f"{type(t).__name__} inside a RandomApply of several transforms has no native mapping")
+        if isinstance(p, DataNode):  # the shared draw of a RandomApply of several transforms
+            if float(args.get("probability", 1.0)) < 1:
+                raise Unsupported(f"{type(t).__name__} (p < 1) inside a RandomApply of several transforms has no native mapping")
+            _require(name, "probability")
+            args = dict(args, probability=p)
+        elif p < 1:  # RandomApply([recipe class], p): the probabilities multiply
             _require(name, "probability")
             args = dict(args, probability=float(p) * float(args.get("probability", 1.0)))
         return getattr(fn, name)(x, **args)

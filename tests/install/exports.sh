@@ -10,7 +10,9 @@ total=$(printf '%s\n' "$syms" | grep -c . || true)
 allowed='^((typeinfo( name)?|vtable|VTT|construction vtable|guard variable|(non-)?virtual thunk) (for|to) )?hdl::'
 others=$(printf '%s\n' "$syms" | grep -Ev "$allowed" | grep . || true)
 for must in 'hdl::Pipeline::next()' 'typeinfo for hdl::DataError'; do
-  printf '%s\n' "$syms" | grep -qF "$must" || { echo "FAIL: $lib does not export $must"; exit 1; }
+  # A here-string, not a pipe: grep -q exits at the first match, and under pipefail the writer's
+  # SIGPIPE would read as "not exported" once the symbol list outgrows the pipe buffer.
+  grep -F -- "$must" <<<"$syms" >/dev/null || { echo "FAIL: $lib does not export $must"; exit 1; }
 done
 if [ -n "$others" ]; then
   echo "FAIL: $lib exports $(printf '%s\n' "$others" | wc -l) of its $total symbols outside namespace hdl:"
