@@ -159,6 +159,46 @@ void affine_bilinear(const Image& in, const Image& out, const std::array<double,
   }
 }
 
+// ImagingGenericTransform with affine_transform and the bicubic filter (Pillow's cubic with
+// a = -1 in Horner form, in double; rows past the bottom repeat the previous row's value).
+void affine_bicubic(const Image& in, const Image& out, const std::array<double, 6>& a) {
+  auto xclip = [&](int x) { return x < 0 ? 0 : x < in.w ? x : in.w - 1; };
+  auto yclip = [&](int y) { return y < 0 ? 0 : y < in.h ? y : in.h - 1; };
+  auto cubic = [](double v1, double v2, double v3, double v4, double d) {
+    const double p1 = v2, p2 = -v1 + v3, p3 = 2 * (v1 - v2) + v3 - v4, p4 = -v1 + v2 - v3 + v4;
+    return p1 + d * (p2 + d * (p3 + d * p4));
+  };
+  for (int oy = 0; oy < out.h; ++oy) {
+    for (int ox = 0; ox < out.w; ++ox) {
+      const double xin = ox + 0.5, yin = oy + 0.5;
+      double xx = a[0] * xin + a[1] * yin + a[2];
+      double yy = a[3] * xin + a[4] * yin + a[5];
+      if (xx < 0.0 || xx >= in.w || yy < 0.0 || yy >= in.h) continue;  // keeps the fill colour
+      xx -= 0.5;
+      yy -= 0.5;
+      const int x = floor_int(xx) - 1, y = floor_int(yy) - 1;
+      const double dx = xx - floor_int(xx), dy = yy - floor_int(yy);
+      const int xs[4] = {xclip(x) * static_cast<int>(in.sx), xclip(x + 1) * static_cast<int>(in.sx),
+                         xclip(x + 2) * static_cast<int>(in.sx), xclip(x + 3) * static_cast<int>(in.sx)};
+      uint8_t* d = out.at(oy, ox);
+      for (int c = 0; c < in.c; ++c) {
+        auto row = [&](int yr) {
+          const uint8_t* r = in.at(yr, 0) + c * in.sc;
+          // Integer terms as in Pillow's macro (its arguments are UINT8 there).
+          const int v1 = r[xs[0]], v2 = r[xs[1]], v3 = r[xs[2]], v4 = r[xs[3]];
+          const int p2 = -v1 + v3, p3 = 2 * (v1 - v2) + v3 - v4, p4 = -v1 + v2 - v3 + v4;
+          return v2 + dx * (p2 + dx * (p3 + dx * p4));
+        };
+        double v[4];
+        v[0] = row(yclip(y));
+        for (int k = 1; k < 4; ++k) v[k] = y + k >= 0 && y + k < in.h ? row(y + k) : v[k - 1];
+        const double r = cubic(v[0], v[1], v[2], v[3], dy);
+        d[c * out.sc] = r <= 0.0 ? 0 : r >= 255.0 ? 255 : static_cast<uint8_t>(r);
+      }
+    }
+  }
+}
+
 // Python's round(x, 15): correctly rounded to 15 decimals (glibc's printf rounds exactly).
 double round15(double x) {
   char buf[64];
@@ -185,6 +225,8 @@ Status affine_transform(const ConstTensorView& src, const TensorView& dst, const
   fill_image(out, fill);
   if (filter == WarpFilter::kBilinear) {
     affine_bilinear(in, out, a);
+  } else if (filter == WarpFilter::kBicubic) {
+    affine_bicubic(in, out, a);
   } else if (a[1] == 0 && a[3] == 0) {
     scale_affine(in, out, a);
   } else if (fixed_ok(a, 0, 0) && fixed_ok(a, out.w, out.h) && fixed_ok(a, 0, out.h) && fixed_ok(a, out.w, 0)) {

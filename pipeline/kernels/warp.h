@@ -6,8 +6,9 @@
 // a3 (x + .5) + a4 (y + .5) + a5. Nearest neighbour takes the pixel that point falls in, through
 // the same engine Pillow picks: a per-axis table for pure scaling/translation (a1 == a3 == 0),
 // 16.16 fixed point when the image corners map within +-32768, else double steps. Bilinear
-// interpolates in double between pixel centres, clamping at the borders, and truncates; a point
-// outside [0, w) x [0, h) keeps the fill colour. Output size equals input size (expand=False).
+// and bicubic (Pillow's cubic, a = -1) interpolate in double between pixel centres, clamping at
+// the borders, and truncate (bicubic clipped to [0, 255]); a point outside [0, w) x [0, h)
+// keeps the fill colour. Output size equals input size (expand=False).
 //
 // Views are HWC uint8, 1 or 3 channels, any strides; `src` and `dst` must not overlap.
 //
@@ -25,8 +26,8 @@
 HDL_API_BEGIN
 namespace hdl::kernels {
 
-/// Pillow's resampling filters for transforms (Image.NEAREST, Image.BILINEAR).
-enum class WarpFilter { kNearest, kBilinear };
+/// Pillow's resampling filters for transforms (Image.NEAREST, BILINEAR, BICUBIC).
+enum class WarpFilter { kNearest, kBilinear, kBicubic };
 
 /// Image.transform(img.size, Image.AFFINE, coeffs, filter, fillcolor=fill): `coeffs` map output
 /// to input (Pillow's convention). `fill` has 1 value or one per channel (empty: 0).

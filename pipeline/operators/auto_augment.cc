@@ -28,7 +28,10 @@ class AutoAugmentOp final : public Operator {
     if (params_.policy == AugmentPolicy::kRandAugment && params_.magnitude >= params_.num_magnitude_bins)
       throw ConfigError("argument \"magnitude\" must be below num_magnitude_bins (" +
                         std::to_string(params_.num_magnitude_bins) + "), got " + std::to_string(params_.magnitude));
-    filter_ = n.get_string("interpolation") == "bilinear" ? kernels::WarpFilter::kBilinear : kernels::WarpFilter::kNearest;
+    const std::string& interp = n.get_string("interpolation");
+    filter_ = interp == "bilinear"  ? kernels::WarpFilter::kBilinear
+              : interp == "bicubic" ? kernels::WarpFilter::kBicubic
+                                    : kernels::WarpFilter::kNearest;
     // torchvision's _parse_fill for PIL images: int() of each value.
     for (double f : n.get_floats("fill")) fill_.push_back(static_cast<uint8_t>(std::trunc(f)));
   }
@@ -95,7 +98,7 @@ OpSchema auto_augment_schema() {
       {"num_magnitude_bins", ArgType::kInt, ArgValue(31),
        "rand_augment, trivial_augment_wide: bins of the magnitude tables", in_range(2, 1 << 20)},
       {"interpolation", ArgType::kString, ArgValue("nearest"), "geometric ops' resampling (Pillow's)",
-       one_of({"nearest", "bilinear"})},
+       one_of({"nearest", "bilinear", "bicubic"})},
       {"fill", ArgType::kFloats, ArgValue(std::vector<double>{}),
        "colour outside the image after geometric ops: [] (0), [v] or one per channel; int() of each",
        all_of({list_size({0, 1, 3}), in_range(0, 255)})},

@@ -43,7 +43,9 @@ std::vector<uint8_t> fill_of(const RefEntry& c) {
   return fill;
 }
 
-WarpFilter filter_of(const RefEntry& c) { return c.has("interp", "bilinear") ? WarpFilter::kBilinear : WarpFilter::kNearest; }
+WarpFilter filter_of(const RefEntry& c) {
+  return c.has("interp", "bilinear") ? WarpFilter::kBilinear : c.has("interp", "bicubic") ? WarpFilter::kBicubic : WarpFilter::kNearest;
+}
 
 // Runs `op` on every case of `name`; every output must equal Pillow's.
 template <typename Op>

@@ -3,7 +3,7 @@
 (Pillow 9.4): `make_augment_references.py OUT_DIR CORPUS_DIR`.
 
 Same index format as make_references.py (`source ...`, `case ...` lines; raw HWC uint8 files):
-- `case op=apply name=<torchvision op> magnitude=<repr> interp=nearest|bilinear fill=<v,..|none>`:
+- `case op=apply name=<torchvision op> magnitude=<repr> interp=nearest|bilinear|bicubic fill=<v,..|none>`:
   torchvision.transforms.autoaugment._apply_op(pil, name, magnitude, interpolation, fill), the
   function every policy calls;
 - `case op=transform coeffs=a,b,c,d,e,f interp=.. fill=..`: Image.transform(AFFINE) directly;
@@ -27,8 +27,9 @@ OUT, CORPUS = sys.argv[1], sys.argv[2]
 TMP = OUT + ".tmp"
 lines = []
 sources = {}
-MODES = {"nearest": InterpolationMode.NEAREST, "bilinear": InterpolationMode.BILINEAR}
-PIL_MODES = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR}
+MODES = {"nearest": InterpolationMode.NEAREST, "bilinear": InterpolationMode.BILINEAR,
+         "bicubic": InterpolationMode.BICUBIC}
+PIL_MODES = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
 
 
 def add_source(name, im):
@@ -73,7 +74,7 @@ def apply_cases(src, fills):
     }
     for name, mags in geometric.items():
         for k, m in enumerate(mags):
-            for interp in ("nearest", "bilinear"):
+            for interp in ("nearest", "bilinear", "bicubic"):
                 fill = fills[k % len(fills)]
                 out = _apply_op(im, name, m, interpolation=MODES[interp], fill=fill)
                 add_case("apply", src, out, name=name, magnitude=repr(m), interp=interp, fill=fill_text(fill))
@@ -99,12 +100,13 @@ def transform_cases(src):
     # outside +-32768 (Pillow's double loop), a flip.
     for coeffs in ((0.5, 0.0, 3.25, 0.0, 1.5, -7.0), (0.9, 0.2, -5.0, -0.3, 1.1, 10.0),
                    (1.0, 0.25, 40000.0, 0.1, 1.0, -20.0), (-1.0, 0.0, float(w), 0.0, 1.0, 0.0)):
-        for interp in ("nearest", "bilinear"):
+        for interp in ("nearest", "bilinear", "bicubic"):
             out = im.transform(im.size, Image.AFFINE, coeffs, PIL_MODES[interp], fillcolor=None)
             add_case("transform", src, out, coeffs=",".join(repr(c) for c in coeffs), interp=interp, fill="none")
-    for angle in (33.3, -271.0, 90.0, 270.0, -180.0):
-        out = im.rotate(angle, PIL_MODES["bilinear"])
-        add_case("rotate", src, out, angle=repr(angle), interp="bilinear", fill="none")
+    for k, angle in enumerate((33.3, -271.0, 90.0, 270.0, -180.0, 200.0)):
+        interp = ("bilinear", "bicubic")[k % 2]
+        out = im.rotate(angle, PIL_MODES[interp])
+        add_case("rotate", src, out, angle=repr(angle), interp=interp, fill="none")
 
 
 def table_lines():

@@ -54,7 +54,9 @@ TEST(AutoAugmentPolicyTest, ApplyOpEqualsTorchvisionOnPilImages) {
       for (double v : numbers(c->get("fill"))) fill.push_back(static_cast<uint8_t>(v));
     }
     const AugmentStep step{op_named(c->get("name")), c->f("magnitude")};
-    const auto filter = c->has("interp", "bilinear") ? kernels::WarpFilter::kBilinear : kernels::WarpFilter::kNearest;
+    const auto filter = c->has("interp", "bilinear")  ? kernels::WarpFilter::kBilinear
+                        : c->has("interp", "bicubic") ? kernels::WarpFilter::kBicubic
+                                                      : kernels::WarpFilter::kNearest;
     Tensor out = Tensor::empty(c->shape(), DType::kU8, Layout::kHWC);
     const Status st = apply_augment(step, refs().source(c->get("src")), out.view(), filter, fill);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
