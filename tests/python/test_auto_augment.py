@@ -1,0 +1,201 @@
+"""fn.auto_augment and HabanaDataLoader's native AutoAugment / RandAugment / TrivialAugmentWide
+against torchvision 0.14 on PIL images of corpus photos.
+
+Every native sample must be bit-identical to one of the outcomes torchvision's own _apply_op
+can produce from the same PIL image under the policy (each op, magnitude and sign it may draw);
+the loaders go native; per-sample mean pixel values are distributed as torch's DataLoader's
+(two-sample Kolmogorov-Smirnov); a seed fixes the batches."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+import torchvision
+import torchvision.transforms as T
+from PIL import Image
+from torch.utils.data import DataLoader
+from torchvision.datasets.folder import default_loader
+from torchvision.transforms.autoaugment import _apply_op
+
+from habana_dataloader import HabanaDataLoader, Pipeline, fn
+
+MODES = {"nearest": T.InterpolationMode.NEAREST, "bilinear": T.InterpolationMode.BILINEAR,
+         "bicubic": T.InterpolationMode.BICUBIC}
+AA = {"auto_augment_imagenet": T.AutoAugmentPolicy.IMAGENET, "auto_augment_cifar10": T.AutoAugmentPolicy.CIFAR10,
+      "auto_augment_svhn": T.AutoAugmentPolicy.SVHN}
+
+
+def single_steps(policy, h, w, bins=31, magnitude=9):
+    """Every (op, signed magnitude) one step of `policy` can apply, as torchvision draws them."""
+    if policy == "trivial_augment_wide":
+        space = T.TrivialAugmentWide(num_magnitude_bins=bins)._augmentation_space(bins)
+        mags = lambda m: [float(v) for v in m]
+    else:
+        space = T.RandAugment()._augmentation_space(bins, (h, w))
+        mags = lambda m: [float(m[magnitude])]
+    steps = []
+    for name, (m, signed) in space.items():
+        values = [0.0] if m.ndim == 0 else mags(m)
+        for v in dict.fromkeys(values):
+            steps += [(name, v)] + ([(name, -v)] if signed and v else [])
+    return steps
+
+
+def aa_outcomes(policy, h, w):
+    """Every sequence of (op, signed magnitude) an AutoAugment draw can apply."""
+    aa = T.AutoAugment(AA[policy])
+    space = aa._augmentation_space(10, (h, w))
+    seqs = set()
+    for sub in aa.policies:
+        options = []
+        for name, _, mid in sub:
+            mags, signed = space[name]
+            v = float(mags[mid]) if mid is not None else 0.0
+            options.append([None, (name, v)] + ([(name, -v)] if signed and v else []))
+        for a, b in itertools.product(*options):
+            seqs.add(tuple(s for s in (a, b) if s is not None))
+    return seqs
+
+
+def apply_seq(pil, seq, interp, fill):
+    for name, m in seq:
+        pil = _apply_op(pil, name, m, interpolation=MODES[interp], fill=fill)
+    return pil
+
+
+def matches(got, pil, policy, interp, fill, num_ops=2):
+    """The names of the op sequences torchvision could have applied to give `got` exactly."""
+    want = np.asarray(got)
+    found = set()
+    if policy in AA:
+        seqs = aa_outcomes(policy, pil.height, pil.width)
+    else:
+        steps = single_steps(policy, pil.height, pil.width)
+        seqs = [(s,) for s in steps] if policy == "trivial_augment_wide" else itertools.product(steps, repeat=num_ops)
+    cache = {}
+    for seq in seqs:
+        prefix = seq[:-1]
+        if prefix not in cache:  # RandAugment: share the first step's image
+            cache[prefix] = apply_seq(pil, prefix, interp, fill)
+        out = apply_seq(cache[prefix], seq[-1:], interp, fill) if seq else pil
+        if np.array_equal(np.asarray(out), want):
+            found.add(tuple(n for n, _ in seq))
+    return found
+
+
+def native_pipeline(val_root, tmp_path, n, crop, **aug):
+    files = sorted(val_root.glob("*/*.JPEG"))[:n]
+    lst = tmp_path / "list.txt"
+    lst.write_text("".join(f"{str(f)[1:]} 0\n" for f in files))
+    pipe = Pipeline(batch_size=n, num_threads=2, seed=5)
+    with pipe:
+        enc, _ = fn.file_reader(file_list=str(lst), file_root="/")
+        img = fn.crop(fn.image_decoder(enc, output_type="rgb"), crop=crop)
+        pipe.set_outputs(img, fn.auto_augment(img, **aug))
+    return pipe.run()
+
+
+@pytest.mark.parametrize("policy,interp,fill,n", [
+    ("trivial_augment_wide", "nearest", None, 12),
+    ("trivial_augment_wide", "bilinear", [20.0, 40.0, 200.0], 8),
+    ("rand_augment", "bicubic", None, 4),
+    ("auto_augment_imagenet", "nearest", None, 10),
+    ("auto_augment_cifar10", "bilinear", [128.0, 128.0, 128.0], 10),
+    ("auto_augment_svhn", "nearest", None, 10),
+])
+def test_every_sample_is_a_torchvision_outcome(val_root, tmp_path, policy, interp, fill, n):
+    images, augmented = native_pipeline(val_root, tmp_path, n, [56, 72], policy=policy, interpolation=interp,
+                                        fill=fill or [])
+    changed = 0
+    for a, b in zip(images, augmented):
+        pil = Image.fromarray(a.numpy())
+        assert matches(b.numpy(), pil, policy, interp, fill), f"{policy}: no torchvision outcome equals the sample"
+        changed += not torch.equal(a, b)
+    assert changed > 0
+
+
+def folder(root, aug, crop=64):
+    return torchvision.datasets.ImageFolder(str(root), T.Compose([T.CenterCrop(crop), aug, T.PILToTensor()]))
+
+
+def native_loader(ds, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loader = HabanaDataLoader(ds, batch_size=16, threads=2, strict=True, **kw)
+    assert loader.native, loader.fallback_reason
+    return loader
+
+
+def test_loader_is_native_and_exact(val_root):
+    ds = folder(val_root, T.TrivialAugmentWide())
+    loader = native_loader(ds, seed=1)
+    seen = set()
+    for b, (x, y) in enumerate(loader):
+        assert x.dtype == torch.uint8 and x.shape[1:] == (3, 64, 64)
+        for k in range(len(y)):
+            path, label = ds.samples[b * 16 + k]
+            assert int(y[k]) == label
+            pil = T.CenterCrop(64)(default_loader(path))
+            found = matches(x[k].permute(1, 2, 0).numpy(), pil, "trivial_augment_wide", "nearest", None)
+            assert found, path
+            if len(found) == 1:
+                seen |= found
+        if b == 3:
+            break
+    assert len(seen) >= 9, seen  # 64 draws over 14 ops: most show up unambiguously
+
+
+def mean_values(loader, batches):
+    """Per sample: the mean of its pixel values."""
+    stats = []
+    for b, (x, _) in enumerate(loader):
+        stats += list(x.float().flatten(1).mean(1).numpy())
+        if b + 1 == batches:
+            break
+    return np.array(stats)
+
+
+@pytest.mark.parametrize("aug", [T.TrivialAugmentWide(), T.RandAugment(num_ops=2, magnitude=14),
+                                 T.AutoAugment(T.AutoAugmentPolicy.IMAGENET),
+                                 T.AutoAugment(T.AutoAugmentPolicy.SVHN, T.InterpolationMode.BILINEAR)],
+                         ids=["ta_wide", "ra", "aa_imagenet", "aa_svhn_bilinear"])
+def test_distribution_matches_torch(val_root, aug):
+    ds = folder(val_root, aug, crop=48)
+    ours = mean_values(native_loader(ds, seed=2, shuffle=False), 12)
+    torch.manual_seed(0)
+    theirs = mean_values(DataLoader(ds, batch_size=16, shuffle=False), 12)
+    plain = mean_values(DataLoader(folder(val_root, T.Lambda(lambda x: x), crop=48), batch_size=16), 12)
+    # Per-sample mean brightness after augmenting: same law (KS), and unlike no augmentation.
+    assert scipy.stats.ks_2samp(ours, theirs).pvalue > 1e-3
+    assert not np.allclose(ours, plain)
+
+
+def test_seed_fixes_the_batches(val_root):
+    ds = folder(val_root, T.RandAugment())
+    a = next(iter(native_loader(ds, seed=7)))[0]
+    b = next(iter(native_loader(ds, seed=7)))[0]
+    c = next(iter(native_loader(ds, seed=8)))[0]
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+class CustomSpace(T.TrivialAugmentWide):
+    def _augmentation_space(self, num_bins):
+        return {"Identity": (torch.tensor(0.0), False)}
+
+
+def test_what_falls_back_says_why(val_root):
+    modified = T.AutoAugment()
+    modified.policies = modified.policies[:3]
+    cases = [(T.TrivialAugmentWide(interpolation=T.InterpolationMode.LANCZOS), "interpolation"),
+             (T.RandAugment(fill=[4]), "fill"),
+             (T.RandAugment(magnitude=31), "magnitude"),
+             (CustomSpace(), "CustomSpace"),
+             (modified, "policies")]
+    for aug, why in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loader = HabanaDataLoader(folder(val_root, aug), batch_size=4)
+        assert not loader.native and why in loader.fallback_reason, (aug, loader.fallback_reason)
