@@ -5,6 +5,7 @@
 
 #include "pipeline/errors.h"
 #include "pipeline/kernels/augment.h"
+#include "pipeline/kernels/tensor_augment.h"
 
 namespace hdl {
 namespace {
@@ -100,6 +101,11 @@ constexpr std::array<AugmentOp, 14> kWideSpace = {
     O::kIdentity, O::kShearX, O::kShearY, O::kTranslateX, O::kTranslateY, O::kRotate, O::kBrightness,
     O::kColor, O::kContrast, O::kSharpness, O::kPosterize, O::kSolarize, O::kAutoContrast, O::kEqualize};
 
+// AugMix's space: the geometric and histogram ops, then (all_ops) the ImageEnhance ones.
+constexpr std::array<AugmentOp, 13> kAugMixSpace = {
+    O::kShearX, O::kShearY, O::kTranslateX, O::kTranslateY, O::kRotate, O::kPosterize, O::kSolarize,
+    O::kAutoContrast, O::kEqualize, O::kBrightness, O::kColor, O::kContrast, O::kSharpness};
+
 // CPython's math.degrees constant (180.0 / Py_MATH_PI).
 constexpr double kRadToDeg = 180.0 / 3.14159265358979323846;
 
@@ -129,24 +135,9 @@ AugmentPolicy parse_augment_policy(const std::string& name) {
                     "auto_augment_cifar10, auto_augment_svhn; got \"" + name + "\"");
 }
 
-float torch_linspace(float start, float end, int64_t steps, int64_t index) {
-  const float step = (end - start) / static_cast<float>(steps - 1);
-  const int64_t halfway = steps / 2;
-  auto scalar = [&](int64_t i) {
-    return i < halfway ? std::fmaf(step, static_cast<float>(i), start)
-                       : std::fmaf(-step, static_cast<float>(steps - i - 1), end);
-  };
-  // Blocks of two 8-lane vectors, each lane base + lane * step (rounded twice); a scalar tail.
-  const int64_t vectorised = steps - steps % 16;
-  if (index >= vectorised) return scalar(index);
-  const int64_t lane = index % 8;
-  const float base = scalar(index - lane);
-  const float offset = static_cast<float>(lane) * step;
-  return base + offset;
-}
-
 std::span<const AugmentOp> augment_space(AugmentPolicy policy) {
   if (policy == AugmentPolicy::kTrivialAugmentWide || policy == AugmentPolicy::kRandAugment) return kWideSpace;
+  if (policy == AugmentPolicy::kAugMix) return kAugMixSpace;
   return {};
 }
 
@@ -160,20 +151,22 @@ bool augment_signed(AugmentOp op) {
 
 double augment_magnitude(AugmentPolicy policy, AugmentOp op, int64_t bin, int64_t num_bins, int64_t height,
                          int64_t width) {
-  const bool wide = policy == AugmentPolicy::kTrivialAugmentWide;
-  auto lin = [&](double end) { return static_cast<double>(torch_linspace(0.0f, static_cast<float>(end), num_bins, bin)); };
+  const bool wide = policy == AugmentPolicy::kTrivialAugmentWide, augmix = policy == AugmentPolicy::kAugMix;
+  auto lin = [&](double end) { return static_cast<double>(kernels::torch_linspace(0.0f, static_cast<float>(end), num_bins, bin)); };
+  // Translations: 32 px wide; 150/331 of the side (RandAugment, AutoAugment); a third (AugMix).
+  auto side = [&](int64_t n) { return wide ? 32.0 : augmix ? static_cast<double>(n) / 3.0 : 150.0 / 331.0 * static_cast<double>(n); };
   switch (op) {
     case O::kShearX:
     case O::kShearY: return lin(wide ? 0.99 : 0.3);
-    case O::kTranslateX: return lin(wide ? 32.0 : 150.0 / 331.0 * static_cast<double>(width));
-    case O::kTranslateY: return lin(wide ? 32.0 : 150.0 / 331.0 * static_cast<double>(height));
+    case O::kTranslateX: return lin(side(width));
+    case O::kTranslateY: return lin(side(height));
     case O::kRotate: return lin(wide ? 135.0 : 30.0);
     case O::kBrightness:
     case O::kColor:
     case O::kContrast:
     case O::kSharpness: return lin(wide ? 0.99 : 0.9);
-    case O::kPosterize: return posterize_bits(8, bin, num_bins, wide ? 6.0 : 4.0);
-    case O::kSolarize: return torch_linspace(255.0f, 0.0f, num_bins, bin);
+    case O::kPosterize: return posterize_bits(augmix ? 4 : 8, bin, num_bins, wide ? 6.0 : 4.0);
+    case O::kSolarize: return kernels::torch_linspace(255.0f, 0.0f, num_bins, bin);
     default: return 0.0;
   }
 }

@@ -32,6 +32,7 @@ const char* augment_op_name(AugmentOp op);
 
 enum class AugmentPolicy {
   kTrivialAugmentWide, kRandAugment, kAutoAugmentImageNet, kAutoAugmentCifar10, kAutoAugmentSvhn,
+  kAugMix,  ///< its own operator (augmix.h); here for its space and tables
 };
 
 /// "trivial_augment_wide", "rand_augment", "auto_augment_imagenet", "auto_augment_cifar10",
@@ -54,13 +55,9 @@ struct AugmentStep {
   double magnitude = 0;
 };
 
-/// torch.linspace(start, end, steps)[index] in float32 as torch 1.13 computes it on an AVX2 CPU
-/// (halves from each end with fused multiply-adds, 8-lane vectors in blocks of 16 with unfused
-/// lane offsets, a scalar tail). Precondition: steps >= 2, 0 <= index < steps.
-float torch_linspace(float start, float end, int64_t steps, int64_t index);
-
 /// The ops a RandAugment / TrivialAugmentWide draw chooses from, in torchvision's dict order
-/// (14 ops, Identity first). Empty for the AutoAugment policies (they draw sub-policies).
+/// (14 ops, Identity first); AugMix's 13 (its first 9 without all_ops). Empty for the
+/// AutoAugment policies (they draw sub-policies).
 std::span<const AugmentOp> augment_space(AugmentPolicy policy);
 
 /// Whether `op` has a magnitude table in `policy`'s space, and whether its magnitude is signed.
@@ -68,7 +65,8 @@ bool augment_has_magnitudes(AugmentOp op);
 bool augment_signed(AugmentOp op);
 
 /// Entry `bin` of `op`'s magnitude table in `policy`'s augmentation space with `num_bins` bins,
-/// for an image of height x width (translations scale with it in RandAugment and AutoAugment).
+/// for an image of height x width (translations scale with it in RandAugment, AutoAugment and
+/// AugMix).
 /// 0 for ops without a table. Preconditions: num_bins >= 2, 0 <= bin < num_bins.
 double augment_magnitude(AugmentPolicy policy, AugmentOp op, int64_t bin, int64_t num_bins, int64_t height,
                          int64_t width);

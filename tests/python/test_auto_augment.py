@@ -1,8 +1,9 @@
-"""fn.auto_augment and HabanaDataLoader's native AutoAugment / RandAugment / TrivialAugmentWide
-against torchvision 0.14 on PIL images of corpus photos.
+"""fn.auto_augment / fn.augmix and HabanaDataLoader's native AutoAugment / RandAugment /
+TrivialAugmentWide / AugMix against torchvision 0.14 on PIL images of corpus photos.
 
 Every native sample must be bit-identical to one of the outcomes torchvision's own _apply_op
-can produce from the same PIL image under the policy (each op, magnitude and sign it may draw);
+can produce from the same PIL image under the policy (each op, magnitude and sign it may draw;
+AugMix's continuous mixing weights are checked by law and in C++ by replay);
 the loaders go native; per-sample mean pixel values are distributed as torch's DataLoader's
 (two-sample Kolmogorov-Smirnov); a seed fixes the batches."""
 
@@ -160,8 +161,11 @@ def mean_values(loader, batches):
 
 @pytest.mark.parametrize("aug", [T.TrivialAugmentWide(), T.RandAugment(num_ops=2, magnitude=14),
                                  T.AutoAugment(T.AutoAugmentPolicy.IMAGENET),
-                                 T.AutoAugment(T.AutoAugmentPolicy.SVHN, T.InterpolationMode.BILINEAR)],
-                         ids=["ta_wide", "ra", "aa_imagenet", "aa_svhn_bilinear"])
+                                 T.AutoAugment(T.AutoAugmentPolicy.SVHN, T.InterpolationMode.BILINEAR),
+                                 T.AugMix(),
+                                 T.AugMix(severity=8, mixture_width=2, chain_depth=3, alpha=0.5, all_ops=False,
+                                          interpolation=T.InterpolationMode.NEAREST, fill=[30.0, 60.0, 90.0])],
+                         ids=["ta_wide", "ra", "aa_imagenet", "aa_svhn_bilinear", "augmix", "augmix_args"])
 def test_distribution_matches_torch(val_root, aug):
     ds = folder(val_root, aug, crop=48)
     ours = mean_values(native_loader(ds, seed=2, shuffle=False), 12)
@@ -173,8 +177,9 @@ def test_distribution_matches_torch(val_root, aug):
     assert not np.allclose(ours, plain)
 
 
-def test_seed_fixes_the_batches(val_root):
-    ds = folder(val_root, T.RandAugment())
+@pytest.mark.parametrize("aug", [T.RandAugment(), T.AugMix()], ids=["ra", "augmix"])
+def test_seed_fixes_the_batches(val_root, aug):
+    ds = folder(val_root, aug)
     a = next(iter(native_loader(ds, seed=7)))[0]
     b = next(iter(native_loader(ds, seed=7)))[0]
     c = next(iter(native_loader(ds, seed=8)))[0]
@@ -193,7 +198,9 @@ def test_what_falls_back_says_why(val_root):
              (T.RandAugment(fill=[4]), "fill"),
              (T.RandAugment(magnitude=31), "magnitude"),
              (CustomSpace(), "CustomSpace"),
-             (modified, "policies")]
+             (modified, "policies"),
+             (T.AugMix(interpolation=T.InterpolationMode.BICUBIC), "interpolation"),
+             (T.AugMix(fill=[1.0, 2.0]), "fill")]
     for aug, why in cases:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

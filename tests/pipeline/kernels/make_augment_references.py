@@ -8,6 +8,8 @@ Same index format as make_references.py (`source ...`, `case ...` lines; raw HWC
   function every policy calls;
 - `case op=transform coeffs=a,b,c,d,e,f interp=.. fill=..`: Image.transform(AFFINE) directly;
 - `case op=rotate angle=.. interp=.. fill=..`: Image.rotate;
+- `case op=tensor_apply name=.. magnitude=.. interp=.. fill=..`: _apply_op on the image's uint8
+  tensor (AugMix's path: torchvision's tensor ops);
 - `table policy=.. op=.. bins=.. h=.. w=.. values=v0,v1,..`: the policies' magnitude tables as
   torchvision builds them (float(t.item()) of each entry).
 Writes into OUT_DIR.tmp and renames, so a reader never sees half an index.
@@ -19,7 +21,7 @@ import sys
 import numpy as np
 import torch
 from PIL import Image, ImageOps
-from torchvision.transforms import AutoAugment, InterpolationMode, RandAugment, TrivialAugmentWide
+from torchvision.transforms import AugMix, AutoAugment, InterpolationMode, RandAugment, TrivialAugmentWide
 from torchvision.transforms.autoaugment import _apply_op
 
 torch.set_num_threads(1)
@@ -59,7 +61,9 @@ def add_case(op, src, im, **params):
 
 
 def fill_text(fill):
-    return "none" if fill is None else ",".join(repr(float(f)) for f in fill)
+    if fill is None:
+        return "none"
+    return repr(float(fill)) if isinstance(fill, (int, float)) else ",".join(repr(float(f)) for f in fill)
 
 
 def apply_cases(src, fills):
@@ -93,6 +97,30 @@ def apply_cases(src, fills):
             add_case("apply", src, out, name=name, magnitude=repr(m), interp="nearest", fill="none")
 
 
+def tensor_cases(src, fills):
+    """AugMix's ops: _apply_op on the uint8 tensor of the image (torchvision's tensor path)."""
+    im = sources[src]
+    t = torch.from_numpy(np.array(im, copy=True))
+    t = (t[:, :, None] if t.ndim == 2 else t).permute(2, 0, 1).contiguous()
+    h, w = t.shape[1:]
+    mags = {
+        "ShearX": [0.3, -0.1, 0.033], "ShearY": [-0.3, 0.2],
+        "TranslateX": [w / 3.0, -7.9, 1.0], "TranslateY": [-h / 3.0, 12.2],
+        "Rotate": [30.0, -13.333333015441895, 90.0, 180.0, -3.3333332538604736],
+        "Brightness": [-0.9, 0.5], "Color": [-0.7, 0.9], "Contrast": [-0.9, 0.3], "Sharpness": [-0.9, 0.9, 0.1],
+        "Posterize": [0.0, 2.0, 4.0], "Solarize": [255.0, 226.6666717529297, 0.0],
+        "AutoContrast": [0.0], "Equalize": [0.0],
+    }
+    for name, ms in mags.items():
+        for k, m in enumerate(ms):
+            geometric = name in ("ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate")
+            for interp in (("nearest", "bilinear") if geometric else ("bilinear",)):
+                fill = fills[k % len(fills)] if geometric else None
+                out = _apply_op(t, name, m, interpolation=MODES[interp], fill=fill)
+                add_case("tensor_apply", src, out.permute(1, 2, 0).numpy(), name=name, magnitude=repr(m),
+                         interp=interp, fill=fill_text(fill))
+
+
 def transform_cases(src):
     im = sources[src]
     w, h = im.size
@@ -116,6 +144,7 @@ def table_lines():
         for n in (2, 10, 17, 31, 33):
             spaces.append(("rand_augment", n, RandAugment()._augmentation_space(n, (h, w)), h, w))
         spaces.append(("auto_augment_imagenet", 10, AutoAugment()._augmentation_space(10, (h, w)), h, w))
+        spaces.append(("augmix", 10, AugMix()._augmentation_space(10, (h, w)), h, w))
     for policy, n, space, h, w in spaces:
         for op, (mags, signed) in space.items():
             if mags.ndim == 0:
@@ -144,6 +173,9 @@ def main():
                      name=name, magnitude=repr(0.5), interp="nearest", fill="none")
     for src in ("odd", "square", "gray"):
         transform_cases(src)
+    for src, fills in (("odd", [None, [10.0, 20.0, 30.0]]), ("square", [[127.9, 0.0, 255.0]]), ("gray", [None, 77.0]),
+                       ("tiny", [None])):
+        tensor_cases(src, fills)
     table_lines()
     with open(os.path.join(TMP, "index.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
