@@ -102,12 +102,6 @@ Status posterize(const ConstTensorView& src, const TensorView& dst, int bits) {
   return apply_lut("posterize", src, dst, lut);
 }
 
-Status solarize(const ConstTensorView& src, const TensorView& dst, double threshold) {
-  Lut lut;
-  for (int i = 0; i < 256; ++i) lut[i] = static_cast<uint8_t>(i < threshold ? i : 255 - i);
-  return apply_lut("solarize", src, dst, lut);
-}
-
 Status invert(const ConstTensorView& src, const TensorView& dst) {
   Lut lut;
   for (int i = 0; i < 256; ++i) lut[i] = static_cast<uint8_t>(255 - i);

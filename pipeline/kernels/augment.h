@@ -2,8 +2,8 @@
 // TrivialAugmentWide apply to PIL images, with Pillow 9.4's arithmetic (torchvision hands PIL
 // images to ImageOps, ImageEnhance and Image.transform / Image.rotate):
 //
-// - lookup-table ops (ImageOps.posterize, solarize, invert, autocontrast, equalize): integer
-//   histograms and Python's own lookup-table formulas, exact;
+// - lookup-table ops (ImageOps.posterize, invert, autocontrast, equalize; solarize is color.h's):
+//   integer histograms and Python's own lookup-table formulas, exact;
 // - ImageEnhance (Brightness, Color, Contrast, Sharpness): Image.blend(degenerate, image, factor)
 //   with a float32 factor, truncated and clipped as Pillow's Blend.c; the degenerate images are
 //   Pillow's: black, convert("L") (ITU-R 601-2 in 16.16 fixed point, rounded), the rounded mean
@@ -28,10 +28,6 @@ namespace hdl::kernels {
 /// ImageOps.posterize(img, bits): every value ANDed with a mask keeping its top `bits` bits
 /// (0 <= bits <= 8; 0 makes the image black).
 Status posterize(const ConstTensorView& src, const TensorView& dst, int bits);
-
-/// ImageOps.solarize(img, threshold): values v >= threshold become 255 - v. `threshold` may be
-/// fractional (torchvision passes float magnitudes); > 255 leaves the image unchanged.
-Status solarize(const ConstTensorView& src, const TensorView& dst, double threshold);
 
 /// ImageOps.invert: 255 - v.
 Status invert(const ConstTensorView& src, const TensorView& dst);

@@ -5,6 +5,7 @@
 
 #include "pipeline/errors.h"
 #include "pipeline/kernels/augment.h"
+#include "pipeline/kernels/color.h"
 #include "pipeline/kernels/tensor_augment.h"
 
 namespace hdl {

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "pipeline/kernels/color.h"
 #include "pipeline/kernels/warp.h"
 #include "tests/pipeline/kernels/reference_data.h"
 
