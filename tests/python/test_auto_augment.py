@@ -12,7 +12,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.stats
 import torch
 import torchvision
 import torchvision.transforms as T
@@ -29,6 +28,20 @@ AA = {"auto_augment_imagenet": T.AutoAugmentPolicy.IMAGENET, "auto_augment_cifar
       "auto_augment_svhn": T.AutoAugmentPolicy.SVHN}
 
 
+# The magnitude tables are torch.linspace values, which torch rounds by CPU kernel: the native
+# tables are torch 1.13's on AVX2 (the reference stack, compared bit for bit in C++). Another
+# torch (2.x picks AVX512 kernels) may round a few entries one float32 step apart (a translation
+# of 16.0 vs 15.999999 pixels): there, a sample may also be the outcome of a neighbouring value.
+REFERENCE_TORCH = torch.__version__.startswith("1.13")
+
+
+def _values(v):
+    v = np.float32(v)
+    if REFERENCE_TORCH:
+        return [float(v)]
+    return [float(v), float(np.nextafter(v, np.float32(np.inf))), float(np.nextafter(v, np.float32(-np.inf)))]
+
+
 def single_steps(policy, h, w, bins=31, magnitude=9):
     """Every (op, signed magnitude) one step of `policy` can apply, as torchvision draws them."""
     if policy == "trivial_augment_wide":
@@ -39,7 +52,7 @@ def single_steps(policy, h, w, bins=31, magnitude=9):
         mags = lambda m: [float(m[magnitude])]
     steps = []
     for name, (m, signed) in space.items():
-        values = [0.0] if m.ndim == 0 else mags(m)
+        values = [0.0] if m.ndim == 0 else [x for v in mags(m) for x in _values(v)]
         for v in dict.fromkeys(values):
             steps += [(name, v)] + ([(name, -v)] if signed and v else [])
     return steps
@@ -54,8 +67,10 @@ def aa_outcomes(policy, h, w):
         options = []
         for name, _, mid in sub:
             mags, signed = space[name]
-            v = float(mags[mid]) if mid is not None else 0.0
-            options.append([None, (name, v)] + ([(name, -v)] if signed and v else []))
+            option = [None]
+            for v in _values(mags[mid]) if mid is not None else [0.0]:
+                option += [(name, v)] + ([(name, -v)] if signed and v else [])
+            options.append(option)
         for a, b in itertools.product(*options):
             seqs.add(tuple(s for s in (a, b) if s is not None))
     return seqs
@@ -149,6 +164,14 @@ def test_loader_is_native_and_exact(val_root):
     assert len(seen) >= 9, seen  # 64 draws over 14 ops: most show up unambiguously
 
 
+def same_law(a, b, c_alpha=1.949):
+    """Two-sample Kolmogorov-Smirnov at alpha = 0.001 (c(alpha) = sqrt(-ln(alpha / 2) / 2))."""
+    grid = np.sort(np.concatenate([a, b]))
+    d = np.abs(np.searchsorted(np.sort(a), grid, side="right") / len(a) -
+               np.searchsorted(np.sort(b), grid, side="right") / len(b)).max()
+    return d <= c_alpha * np.sqrt((len(a) + len(b)) / (len(a) * len(b)))
+
+
 def mean_values(loader, batches):
     """Per sample: the mean of its pixel values."""
     stats = []
@@ -168,12 +191,12 @@ def mean_values(loader, batches):
                          ids=["ta_wide", "ra", "aa_imagenet", "aa_svhn_bilinear", "augmix", "augmix_args"])
 def test_distribution_matches_torch(val_root, aug):
     ds = folder(val_root, aug, crop=48)
-    ours = mean_values(native_loader(ds, seed=2, shuffle=False), 12)
+    ours = mean_values(native_loader(ds, seed=2, shuffle=False), 8)
     torch.manual_seed(0)
-    theirs = mean_values(DataLoader(ds, batch_size=16, shuffle=False), 12)
-    plain = mean_values(DataLoader(folder(val_root, T.Lambda(lambda x: x), crop=48), batch_size=16), 12)
+    theirs = mean_values(DataLoader(ds, batch_size=16, shuffle=False), 8)
+    plain = mean_values(DataLoader(folder(val_root, T.Lambda(lambda x: x), crop=48), batch_size=16), 8)
     # Per-sample mean brightness after augmenting: same law (KS), and unlike no augmentation.
-    assert scipy.stats.ks_2samp(ours, theirs).pvalue > 1e-3
+    assert same_law(ours, theirs)
     assert not np.allclose(ours, plain)
 
 
