@@ -38,6 +38,9 @@ const OpRegistry& OpRegistry::builtin() {
     r.add(pil_gaussian_blur_schema());
     // Tensor augmentation.
     r.add(random_erasing_schema());
+    // Automatic augmentation.
+    r.add(auto_augment_schema());
+    r.add(augmix_schema());
     // Random number generators.
     r.add(coin_flip_schema());
     r.add(random_uniform_schema());

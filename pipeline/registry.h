@@ -66,6 +66,9 @@ OpSchema gaussian_blur_schema();
 OpSchema pil_gaussian_blur_schema();
 // Tensor augmentation (operators/random_erasing.cc).
 OpSchema random_erasing_schema();
+// Automatic augmentation policies (operators/auto_augment.cc, augmix.cc).
+OpSchema auto_augment_schema();
+OpSchema augmix_schema();
 
 }  // namespace hdl
 HDL_API_END

@@ -98,8 +98,8 @@ def unwrap_dataset(dataset: Any) -> Tuple[DatasetFolder, Optional[List[int]]]:
 _KNOWN = (T.Compose, T.ToTensor, T.PILToTensor, T.ConvertImageDtype, T.Normalize, T.RandomResizedCrop,
           T.Resize, T.CenterCrop, T.RandomCrop, T.ColorJitter, T.Grayscale, T.Pad, T.GaussianBlur,
           T.RandomHorizontalFlip, T.RandomVerticalFlip, T.RandomGrayscale, T.RandomSolarize, T.RandomInvert,
-          T.RandomApply, T.RandomErasing)
-_BEHAVIOUR = ("forward", "__call__", "get_params")
+          T.RandomApply, T.RandomErasing, T.AutoAugment, T.RandAugment, T.TrivialAugmentWide, T.AugMix)
+_BEHAVIOUR = ("forward", "__call__", "get_params", "_augmentation_space", "_get_policies", "_sample_dirichlet")
 
 
 def _kind(t: Any) -> Optional[type]:
@@ -225,9 +225,10 @@ def _flatten(t: Any) -> List[Any]:
 
 
 _FLIPS = (T.RandomHorizontalFlip, T.RandomVerticalFlip)
+_AUTO_AUGMENT = (T.AutoAugment, T.RandAugment, T.TrivialAugmentWide)
 _PIL_STAGE = (T.RandomResizedCrop, T.Resize, T.CenterCrop, T.RandomCrop, T.ColorJitter,
               T.Grayscale, T.Pad, T.GaussianBlur, T.RandomGrayscale, T.RandomSolarize, T.RandomInvert,
-              T.RandomApply) + _FLIPS
+              T.RandomApply) + _FLIPS + _AUTO_AUGMENT + (T.AugMix,)
 # Transforms that draw their own decision to apply (their `p`).
 _OWN_P = (T.RandomGrayscale, T.RandomSolarize, T.RandomInvert) + _FLIPS
 # What a RandomApply may hold: transforms that keep the image's shape.
@@ -439,7 +440,66 @@ def _map_one(t: Any, x: DataNode, p: Any = 1.0) -> DataNode:
         _require("gaussian_blur")
         return fn.gaussian_blur(x, kernel_size=[int(k) for k in t.kernel_size],
                                 sigma=[float(s) for s in t.sigma], **_prob("gaussian_blur", p))
+    if kind in _AUTO_AUGMENT:  # never inside a RandomApply (_apply_reasons): p is 1
+        _require("auto_augment")
+        return fn.auto_augment(x, **_auto_augment_args(t))
+    if kind is T.AugMix:
+        _require("augmix")
+        return fn.augmix(x, **_augmix_args(t))
     raise Unsupported(f"transform {type(t).__name__} has no native mapping")
+
+
+def _auto_augment_args(t: Any) -> Dict[str, Any]:
+    """auto_augment's arguments for an AutoAugment / RandAugment / TrivialAugmentWide (PIL
+    images: Pillow's nearest, bilinear or bicubic transforms, fill int() per channel); raises Unsupported
+    for what the operator cannot do or torchvision would refuse."""
+    kind, name = _kind(t), type(t).__name__
+    interp = _interp(t.interpolation, name)
+    if interp not in ("nearest", "bilinear", "bicubic"):
+        raise Unsupported(f"{name}: interpolation {interp!r} (Pillow's transforms have nearest, bilinear and bicubic)")
+    fill = t.fill
+    fills = [] if fill is None else [float(fill)] if isinstance(fill, (int, float)) else [float(f) for f in fill]
+    if fill is not None and not isinstance(fill, (int, float)) and len(fills) != 3:
+        raise Unsupported(f"{name}: fill {fill!r} has {len(fills)} values for RGB images (torchvision raises)")
+    if not all(0 <= f <= 255 for f in fills):
+        raise Unsupported(f"{name}: fill {fill!r} outside [0, 255]")
+    args: Dict[str, Any] = {"interpolation": interp, "fill": fills}
+    if kind is T.AutoAugment:
+        if t.policies != t._get_policies(t.policy):
+            raise Unsupported(f"{name}: its policies differ from torchvision's {t.policy.value} policy")
+        args["policy"] = "auto_augment_" + t.policy.value
+        return args
+    bins = int(t.num_magnitude_bins)
+    if bins < 2:
+        raise Unsupported(f"{name}: num_magnitude_bins={bins} (at least 2 are native)")
+    args.update(num_magnitude_bins=bins)
+    if kind is T.TrivialAugmentWide:
+        args["policy"] = "trivial_augment_wide"
+        return args
+    magnitude = int(t.magnitude) + (bins if int(t.magnitude) < 0 else 0)  # a tensor index: -1 is the last bin
+    if not (0 <= magnitude < bins) or not (0 <= int(t.num_ops) <= 64):
+        raise Unsupported(f"{name}: magnitude={t.magnitude}, num_ops={t.num_ops} (magnitude must index the "
+                          f"{bins} bins, num_ops at most 64)")
+    args.update(policy="rand_augment", num_ops=int(t.num_ops), magnitude=magnitude)
+    return args
+
+
+def _augmix_args(t: Any) -> Dict[str, Any]:
+    """augmix's arguments for an AugMix (its ops are torchvision's tensor ops: nearest or
+    bilinear, fill None or floats); raises Unsupported for what the operator cannot do or
+    torchvision would refuse."""
+    interp = _interp(t.interpolation, "AugMix")
+    if interp not in ("nearest", "bilinear"):
+        raise Unsupported(f"AugMix: interpolation {interp!r} (its tensor ops have nearest and bilinear)")
+    fill = t.fill
+    fills = [] if fill is None else [float(fill)] if isinstance(fill, (int, float)) else [float(f) for f in fill]
+    if len(fills) not in (0, 1, 3) or not all(0 <= f <= 255 for f in fills):
+        raise Unsupported(f"AugMix: fill {fill!r} (None, a number or 3 values in [0, 255] are native)")
+    if not (1 <= int(t.mixture_width) <= 64 and int(t.chain_depth) <= 64 and 1e-3 <= float(t.alpha) <= 1e6):
+        raise Unsupported(f"AugMix: mixture_width={t.mixture_width}, chain_depth={t.chain_depth}, alpha={t.alpha} "
+                          "(native: 1 to 64 chains of at most 64 ops, alpha in [1e-3, 1e6])")
+    return {"severity": int(t.severity), "mixture_width": int(t.mixture_width), "chain_depth": int(t.chain_depth),
+            "alpha": float(t.alpha), "all_ops": bool(t.all_ops), "interpolation": interp, "fill": fills}
 
 
 def _erasing(t: Any, x: DataNode) -> DataNode:
@@ -478,6 +538,10 @@ def _plan_view(transform: Any, fuse: bool, jpeg_index_mb: Optional[int]):
         op = recipe_op(t)
         if op is not None:
             _require(op[0], *op[1])
+        if _kind(t) in _AUTO_AUGMENT:
+            _require("auto_augment", *_auto_augment_args(t))
+        if _kind(t) is T.AugMix:
+            _require("augmix", *_augmix_args(t))
     _require("crop_mirror_normalize" if float_out else "transpose")
     if erasing:
         _require("random_erasing")

@@ -1,5 +1,6 @@
 // Golden data for the kernel tests: torchvision / Pillow outputs on real corpus photos, made by
-// make_references.py (run with /usr/bin/python3) into $HDL_BINARY_DIR/kernels_references.
+// make_references.py (run with /usr/bin/python3) into $HDL_BINARY_DIR/kernels_references (and by
+// other scripts of the same format into their own directories, see references_from).
 //
 // The script runs once per build tree: the first test process to need it takes a file lock,
 // (re)generates when the index is missing or older than the script, and the others reuse it.
@@ -70,9 +71,9 @@ struct References {
 };
 
 namespace detail {
-inline std::string generate_references(const std::filesystem::path& dir) {
+inline std::string generate_references(const std::filesystem::path& dir, const std::string& script_name) {
   namespace fs = std::filesystem;
-  const fs::path script = fs::path(HDL_SOURCE_DIR) / "tests/pipeline/kernels/make_references.py";
+  const fs::path script = fs::path(HDL_SOURCE_DIR) / "tests/pipeline/kernels" / script_name;
   const fs::path index = dir / "index.txt";
   fs::create_directories(dir.parent_path());
   const std::string lock_path = dir.string() + ".lock";
@@ -83,7 +84,7 @@ inline std::string generate_references(const std::filesystem::path& dir) {
     const std::string cmd = "/usr/bin/python3 '" + script.string() + "' '" + dir.string() + "' '" +
                             corpus_dir().string() + "' > '" + dir.string() + ".log' 2>&1";
     if (std::system(cmd.c_str()) != 0) {
-      err = "make_references.py failed (python3 with torch 1.13 / torchvision 0.14 needed); see " +
+      err = script_name + " failed (python3 with torch 1.13 / torchvision 0.14 needed); see " +
             dir.string() + ".log";
     }
   }
@@ -113,21 +114,26 @@ inline void load_index(const std::filesystem::path& dir, References& refs) {
 }
 }  // namespace detail
 
-/// The references, generated on first use. Tests GTEST_SKIP with refs.error when it is set.
-inline const References& references() {
-  static const std::unique_ptr<References> refs = [] {
-    auto r = std::make_unique<References>();
+/// The references made by tests/pipeline/kernels/`script` into $HDL_BINARY_DIR/`dir_name`,
+/// generated on first use. Tests GTEST_SKIP with refs.error when it is set.
+inline const References& references_from(const std::string& script, const std::string& dir_name) {
+  static std::map<std::string, std::unique_ptr<References>> cache;
+  std::unique_ptr<References>& refs = cache[dir_name];
+  if (!refs) {
+    refs = std::make_unique<References>();
     if (!have_corpus()) {
-      r->error = "corpus not found at " + corpus_dir().string();
-      return r;
+      refs->error = "corpus not found at " + corpus_dir().string();
+      return *refs;
     }
-    const std::filesystem::path dir = std::filesystem::path(HDL_BINARY_DIR) / "kernels_references";
-    r->error = detail::generate_references(dir);
-    if (r->error.empty()) detail::load_index(dir, *r);
-    return r;
-  }();
+    const std::filesystem::path dir = std::filesystem::path(HDL_BINARY_DIR) / dir_name;
+    refs->error = detail::generate_references(dir, script);
+    if (refs->error.empty()) detail::load_index(dir, *refs);
+  }
   return *refs;
 }
+
+/// The references of make_references.py.
+inline const References& references() { return references_from("make_references.py", "kernels_references"); }
 
 #define HDL_REQUIRE_REFERENCES()                                                          \
   do {                                                                                    \
