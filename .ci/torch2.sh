@@ -107,9 +107,4 @@ import sys, torch, torchvision
 print(f"torch2.sh: Python {sys.version.split()[0]}, torch {torch.__version__}, torchvision "
       f"{torchvision.__version__}, CUDA available: {torch.cuda.is_available()}")
 EOF
-# tests/python/test_torch_suite.py runs PyTorch's own test_dataloader.py, vendored for 1.13
-# (torch_suite/upstream_test_dataloader_1_13.py): it imports DataLoader2 and communication, gone
-# from torch 2.x, so it cannot run here (it is a run of the Debian step); HDL_TORCH_SUITE=ci or
-# full runs it anyway.
-export HDL_TORCH_SUITE=${HDL_TORCH_SUITE:-0}
 PYTHONPATH="$ROOT/build/python" "$VENV/bin/python" -m pytest "$ROOT/tests/python" -q "$@"

@@ -1,7 +1,8 @@
-"""PyTorch 1.13's test_dataloader.py with DataLoader replaced by HabanaDataLoader.
+"""PyTorch's test_dataloader.py with DataLoader replaced by HabanaDataLoader.
 
-The upstream file (upstream_test_dataloader_1_13.py, unmodified) is executed in this module's
-namespace, then two names are rebound here and nowhere else:
+The upstream file for the running torch (chosen by upstream_select.py: the one run_suite.py
+exported in HDL_TORCH_SUITE_UPSTREAM, else by torch's major version; unmodified) is executed in
+this module's namespace, then two names are rebound here and nowhere else:
 
 - ``DataLoader`` (the tests' ``from torch.utils.data import DataLoader``) -> HabanaDataLoader;
 - ``torch`` -> a view of torch whose ``torch.utils.data.DataLoader`` is HabanaDataLoader (two
@@ -17,14 +18,20 @@ string of their own (test_fd_limit_exceeded, test_early_exit): those exercise to
 """
 
 import os as _hdl_os
+import sys as _hdl_sys
 
 import torch as _hdl_torch
 import torch.utils.data as _hdl_torch_data  # noqa: F401  (torch.utils.data loaded for the view)
 
 from habana_dataloader import HabanaDataLoader as _HDL_LOADER
 
-_HDL_UPSTREAM = _hdl_os.path.join(_hdl_os.path.dirname(_hdl_os.path.abspath(__file__)),
-                                  "upstream_test_dataloader_1_13.py")
+_hdl_sys.path.insert(0, _hdl_os.path.dirname(_hdl_os.path.abspath(__file__)))
+import upstream_select as _hdl_upstream_select  # noqa: E402
+
+_HDL_UPSTREAM = _hdl_upstream_select.upstream_file()
+if _HDL_UPSTREAM is None:
+    raise ImportError(f"no vendored test_dataloader.py for torch {_hdl_torch.__version__} "
+                      "(upstream_select.UPSTREAMS)")
 
 
 class _HdlView:

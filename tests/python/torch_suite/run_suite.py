@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""PyTorch 1.13's own DataLoader test suite, run against torch's DataLoader and HabanaDataLoader.
+"""PyTorch's own DataLoader test suite, run against torch's DataLoader and HabanaDataLoader.
 
-Runs upstream_test_dataloader_1_13.py (unmodified) with unittest twice, each in its own
-subprocess (a crash or hang loses one test, not the run: the child is restarted on the tests
-left, while the run's time lasts):
+Runs the vendored upstream file for the running torch (unmodified; upstream_select.py picks it
+by torch's major version: upstream_test_dataloader_1_13.py for torch 1,
+upstream_test_dataloader_2.py for torch 2) with unittest twice, each in its own subprocess (a
+crash or hang loses one test, not the run: the child is restarted on the tests left, while the
+run's time lasts):
 
   torch: as is (torch.utils.data.DataLoader);
   hdl:   through hdl_patched_suite.py, where the suite's ``DataLoader`` and its
@@ -11,9 +13,10 @@ left, while the run's time lasts):
 
 A REGRESSION is a test that passes with torch and does not with HabanaDataLoader; what torch's
 own run skips or fails on this machine is never one. Exit status: 0, or 1 when a regression is
-not listed in known_regressions.txt (one test id, ``Class.test_name``, per line; ``#`` starts a
-comment), or 2 when a run could not be made at all. Entries listed but now passing are printed
-as STALE (not an error: remove them).
+not listed in the known-regressions file of that upstream file (known_regressions.txt for 1.13,
+known_regressions_2.txt for 2; one test id, ``Class.test_name``, per line; ``#`` starts a
+comment), or 2 when a run could not be made at all (or there is no vendored file for this
+torch). Entries listed but now passing are printed as STALE (not an error: remove them).
 
   /usr/bin/python3 tests/python/torch_suite/run_suite.py [-k PATTERN]... [--exclude PATTERN]...
                    [--timeout S] [--only-hdl] [--json FILE] [-v]
@@ -45,9 +48,10 @@ from typing import Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-UPSTREAM = os.path.join(HERE, "upstream_test_dataloader_1_13.py")
-KNOWN = os.path.join(HERE, "known_regressions.txt")
-MODULES = {"torch": "upstream_test_dataloader_1_13", "hdl": "hdl_patched_suite"}
+sys.path.insert(0, HERE)
+import upstream_select  # noqa: E402  (beside this script)
+
+MODES = ("torch", "hdl")
 LABELS = {"torch": "torch.utils.data.DataLoader", "hdl": "habana_dataloader.HabanaDataLoader"}
 STATUSES = ("pass", "fail", "error", "skip", "xfail", "upass", "crash", "notrun")
 
@@ -77,7 +81,9 @@ def child(mode: str, out_path: str, patterns: List[str], excludes: List[str],
         out.write(json.dumps(rec) + "\n")
         out.flush()
 
-    module_name = MODULES[mode]
+    # the upstream file the parent chose (upstream_select.ENV, exported by main())
+    module_name = (upstream_select.module_name(upstream_select.upstream_file()) if mode == "torch"
+                   else "hdl_patched_suite")
     skip = set()
     if skip_file:
         with open(skip_file) as f:
@@ -275,7 +281,7 @@ def run_mode(mode: str, patterns: List[str], excludes: List[str], timeout: float
 
 def _cache_path() -> str:
     import torch  # the parent imports torch only for its version
-    with open(UPSTREAM, "rb") as f:
+    with open(upstream_select.upstream_file(), "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
     return os.path.join(ROOT, ".cache", "torch_suite", f"torch-{torch.__version__}-{digest}.json")
 
@@ -328,15 +334,29 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--timeout", type=float, default=1200.0, help="seconds for each run (default 1200)")
     ap.add_argument("--only-hdl", action="store_true",
                     help="skip the torch run; compare with torch's results cached by an earlier run")
-    ap.add_argument("--known", default=KNOWN, help="known regressions file (default: beside this script)")
+    ap.add_argument("--known", help="known regressions file (default: the one upstream_select.py pairs "
+                    "with the upstream file, beside this script)")
     ap.add_argument("--json", help="write both runs' results to this file")
     ap.add_argument("-v", "--verbose", action="store_true", help="show the test processes' output")
-    ap.add_argument("--child", choices=sorted(MODULES), help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--skip-file", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         return child(a.child, a.out, a.patterns, a.exclude, a.skip_file)
+
+    tv = upstream_select.torch_version()
+    upstream = upstream_select.upstream_file(tv)
+    if upstream is None or not os.path.exists(upstream):
+        print(f"run_suite: ERROR: no vendored test_dataloader.py for torch {tv} "
+              f"({upstream or 'none mapped in upstream_select.UPSTREAMS'})")
+        return 2
+    # The test processes (and the suite's spawned helpers) import the same file.
+    os.environ[upstream_select.ENV] = os.path.basename(upstream)
+    if a.known is None:
+        a.known = upstream_select.known_file(tv)
+    print(f"run_suite: torch {tv}: {os.path.relpath(upstream)} "
+          f"(known regressions: {os.path.relpath(a.known)})")
 
     if importlib.util.find_spec("expecttest") is None:
         print("run_suite: expecttest is not installed: using _stubs/expecttest.py (no assertExpected* "
