@@ -292,9 +292,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--batches", type=int, default=8)
+    ap.add_argument("--only", action="append", default=[], help="loaders whose name contains this (repeatable)")
     a = ap.parse_args()
     native = 0
-    for name in recipes():
+    names = [n for n in recipes() if not a.only or any(o in n for o in a.only)]
+    for name in names:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             loader = build(name, a.root, a.batch, a.threads)
@@ -307,7 +309,7 @@ def main() -> None:
             line += f": {ours:7.1f} images/s vs torch {theirs:7.1f} ({ours / theirs:.2f}x)"
         print(line + ("" if loader.native else f"\n           {loader.fallback_reason}"))
         sys.stdout.flush()
-    print(f"{native} of {len(recipes())} recipe loaders native ({len(TIMM_RECIPES)} timm-based ones not counted)")
+    print(f"{native} of {len(names)} recipe loaders native ({len(TIMM_RECIPES)} timm-based ones not counted)")
 
 
 if __name__ == "__main__":
