@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "media/api.h"
+#include "media/cuda/stream.h"
 #include "media/tensor.h"
 
 HDL_API_BEGIN
@@ -35,9 +37,18 @@ class Batch {
   /// The [N, ...] tensor. Precondition: is_dense() and size() > 0.
   const Tensor& as_tensor() const { return dense_; }
 
+  /// Device batches (written by a gpu stage): when the data is ready, and how to hand the
+  /// memory back (media/cuda/stream.h DeviceSync). Null for host batches, which are ready.
+  const std::shared_ptr<const cuda::DeviceSync>& device_sync() const { return sync_; }
+  Batch& set_device_sync(std::shared_ptr<const cuda::DeviceSync> sync) {
+    sync_ = std::move(sync);
+    return *this;
+  }
+
  private:
   Tensor dense_;
   std::vector<Tensor> samples_;
+  std::shared_ptr<const cuda::DeviceSync> sync_;
 };
 
 }  // namespace hdl

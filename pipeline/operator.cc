@@ -2,6 +2,10 @@
 
 namespace hdl {
 
+Status Operator::run_batch(BatchIO&) const {
+  return Status::unsupported("this operator has no gpu-stage implementation");
+}
+
 double SampleIO::scalar_arg(std::string_view name, double fallback) const {
   const ConstTensorView* v = arg_input(name);
   if (!v) return fallback;

@@ -30,6 +30,8 @@ namespace hdl {
 
 class Dataset;
 class FileSystem;
+namespace cuda { class Stream; }
+namespace kernels::cuda { class DeviceWorkspace; }
 
 /// What is known of a tensor before data is seen: dtype, layout and shape, where a dim of -1
 /// is not known until run time. A fully known shape makes the output batch dense.
@@ -80,6 +82,31 @@ class SampleIO {
   double scalar_arg(std::string_view name, double fallback) const;
 };
 
+/// What a gpu-stage operator sees of one batch: its inputs on the device, its per-sample
+/// arguments on the host (drawn by the cpu stage), the stream its work goes on. Implemented by
+/// the executor's device stage (pipeline/detail/device_stage.h).
+class BatchIO {
+ public:
+  virtual ~BatchIO() = default;
+  virtual int64_t size() const = 0;  ///< samples in the batch
+  virtual int num_inputs() const = 0;
+  /// Input i of sample s: a view of device memory (on stream().device()).
+  virtual const ConstTensorView& input(int i, int64_t s) const = 0;
+  /// Arguments, random stream and sample of sample s, exactly as a cpu-stage run sees them
+  /// (the same Philox stream), so the ops::*_arg helpers and the cpu operators' parameter
+  /// draws serve both stages. Its input() and output() are not for use.
+  virtual SampleIO& sample_io(int64_t s) = 0;
+  /// Memory for output i of sample s, on the device. Call at most once per output and sample.
+  virtual Result<TensorView> output(int i, int64_t s, const Shape& shape, DType dtype, Layout layout) = 0;
+  /// Output i of every sample as one [N, ...sample_shape] device view (one launch per batch);
+  /// only for an output whose shape infer_outputs fully knows. Instead of output(i, s, ...).
+  virtual Result<TensorView> dense_output(int i, const Shape& sample_shape, DType dtype, Layout layout) = 0;
+  /// Where the work goes: enqueue only, never synchronise.
+  virtual cuda::Stream& stream() = 0;
+  /// Device scratch of the kernels, for this stream.
+  virtual kernels::cuda::DeviceWorkspace& workspace() = 0;
+};
+
 class Operator {
  public:
   virtual ~Operator() = default;
@@ -89,6 +116,9 @@ class Operator {
   /// Processes one sample. Data problems are returned as a Status (the executor adds operator,
   /// sample and file to the message and applies the error policy); never throw for bad data.
   virtual Status run(SampleIO& io) const = 0;
+  /// Processes a whole batch on the device (gpu-stage operators, made by OpSchema::
+  /// create_device): enqueues its kernels on io.stream(). A failure fails the batch.
+  virtual Status run_batch(BatchIO& io) const;
   /// Per-thread state, created lazily on each worker thread. Default: none.
   virtual std::unique_ptr<OpState> make_state() const { return nullptr; }
   /// Operator-specific counters for PipelineStats (e.g. image_decoder's JPEG index cache), as

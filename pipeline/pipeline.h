@@ -58,6 +58,8 @@ struct PipelineOptions {
   /// Where readers open sample files (shared by all worker threads, so its open() must be
   /// thread-safe; see pipeline/file_system.h); null: the real file system.
   std::shared_ptr<FileSystem> file_system;
+  /// The CUDA device (cuda:N) of the pipeline's gpu stage, if it has one.
+  int device_id = 0;
 };
 
 /// One iteration's results.
@@ -105,7 +107,8 @@ struct PipelineStats {
   uint64_t replaced = 0;                 ///< samples replaced under skip
   double consumer_wait_seconds = 0;      ///< time next() spent waiting for work
   std::vector<std::string> recent_errors;  ///< the last few error messages
-  BufferPoolStats pool;
+  BufferPoolStats pool;                  ///< host batches (pinned memory with a gpu stage)
+  BufferPoolStats device_pool;           ///< device memory of the gpu stage (zero without one)
 };
 
 namespace detail { class Executor; }

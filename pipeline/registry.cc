@@ -1,5 +1,7 @@
 #include "pipeline/registry.h"
 
+#include <algorithm>
+
 #include "pipeline/errors.h"
 
 namespace hdl {
@@ -52,6 +54,10 @@ const OpRegistry& OpRegistry::builtin() {
 
 void OpRegistry::add(OpSchema schema) {
   if (!schema.create) throw ConfigError("operator \"" + schema.name + "\" has no factory");
+  const bool on_device = std::find(schema.stages.begin(), schema.stages.end(), Stage::kDevice) != schema.stages.end();
+  if (on_device != static_cast<bool>(schema.create_device))
+    throw ConfigError("operator \"" + schema.name + "\" " +
+                      (on_device ? "lists stage gpu but has no create_device" : "has create_device but does not list stage gpu"));
   const std::string name = schema.name;
   if (!schemas_.emplace(name, std::move(schema)).second)
     throw ConfigError("operator \"" + name + "\" is registered twice");

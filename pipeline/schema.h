@@ -102,6 +102,9 @@ struct OpSchema {
   std::vector<Stage> stages = {Stage::kCpu};
   /// Builds the operator from a node whose arguments have been validated against this schema.
   std::function<std::unique_ptr<Operator>(const NodeSpec&)> create;
+  /// Builds the gpu-stage operator (whose run_batch does the work); set for operators with
+  /// Stage::kDevice in `stages`. Same node, same arguments, same random draws per sample.
+  std::function<std::unique_ptr<Operator>(const NodeSpec&)> create_device;
 
   const ArgSchema* find_arg(const std::string& name) const;
   int output_index(const std::string& name) const;  ///< -1 if absent

@@ -217,6 +217,24 @@ Event& Event::operator=(Event&& o) noexcept {
   return *this;
 }
 
+void DeviceSync::Releases::add(Event event) {
+  std::lock_guard lock(mu_);
+  events_.push_back(std::move(event));
+}
+
+std::vector<Event> DeviceSync::Releases::take() {
+  std::lock_guard lock(mu_);
+  return std::exchange(events_, {});
+}
+
+Status DeviceSync::release_after(const Stream& consumer) const {
+  if (!releases_) return Status::ok();
+  HDL_ASSIGN_OR_RETURN(Event e, Event::create(consumer.device()));
+  HDL_RETURN_IF_ERROR(e.record(consumer));
+  releases_->add(std::move(e));
+  return Status::ok();
+}
+
 Result<Event> copy_async(const ConstTensorView& host_pinned, const TensorView& device, Stream& stream) {
   HDL_ASSIGN_OR_RETURN(Event done, Event::create(stream.device()));
   HDL_RETURN_IF_ERROR(copy_async(host_pinned, device, stream, done));

@@ -14,6 +14,10 @@
 // values, so concurrent use of one object is the caller's to synchronise, as for any value.
 #pragma once
 
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include "media/api.h"
 #include "media/device.h"
 #include "media/status.h"
@@ -86,6 +90,40 @@ class Event {
  private:
   void* event_ = nullptr;
   Device device_ = Device::cpu();
+};
+
+/// How a producer of device batches and their consumers order themselves without blocking the
+/// host. The producer records `ready` after the work that writes a batch; a consumer makes its
+/// stream wait on it (wait_ready). When a consumer is done with the batch (its stream has the
+/// last work that reads it queued), it calls release_after(its stream): the producer's stream
+/// waits on that point before it writes pooled memory again (take_releases). This is torch's
+/// record_stream rule for memory its caching allocator recycles. One DeviceSync per batch;
+/// the release list is shared by all batches of one producer. Thread-safe.
+class DeviceSync {
+ public:
+  /// Shared by every batch of one producer.
+  class Releases {
+   public:
+    void add(Event event);
+    /// The events added since the last call, for the producer's stream to wait on.
+    std::vector<Event> take();
+
+   private:
+    std::mutex mu_;
+    std::vector<Event> events_;
+  };
+
+  DeviceSync(Event ready, std::shared_ptr<Releases> releases)
+      : ready_(std::move(ready)), releases_(std::move(releases)) {}
+  const Event& ready() const { return ready_; }
+  /// `consumer`'s later work waits until the batch is written (cudaStreamWaitEvent).
+  Status wait_ready(const Stream& consumer) const { return consumer.wait(ready_); }
+  /// The producer reuses the batch's memory only after the work queued on `consumer` so far.
+  Status release_after(const Stream& consumer) const;
+
+ private:
+  Event ready_;
+  std::shared_ptr<Releases> releases_;
 };
 
 /// Enqueues on `stream` the copy of `src` into `dst` and records `done` after it. Directions:

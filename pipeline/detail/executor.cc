@@ -1,5 +1,9 @@
 #include "pipeline/detail/executor.h"
 
+#include "media/cuda/allocator.h"
+#include "pipeline/detail/core.h"
+#include "pipeline/detail/device_stage.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <new>
@@ -25,7 +29,32 @@ uint64_t fnv(uint64_t h, std::string_view s) {
   return (h ^ 0xff) * 0x100000001b3ull;  // a separator, so ("ab","c") != ("a","bc")
 }
 
+bool has_stage(const Graph& g, Stage stage) {
+  for (const auto& n : g.nodes())
+    if (n.spec.stage == stage) return true;
+  return false;
+}
+
 }  // namespace
+
+ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts, const OpRegistry& registry)
+    : graph(Graph::build(spec, registry)),
+      options(opts),
+      file_system(opts.file_system ? opts.file_system : posix_file_system()),
+      threads(resolve_threads(opts.num_threads)),
+      budget(threads),
+      arena(threads, 0),
+      pool(has_stage(graph, Stage::kDevice) ? static_cast<Allocator&>(cuda::pinned_host_allocator()) : host_allocator(),
+           opts.max_cached_bytes),
+      counters(graph.nodes().size()) {}
+
+ExecutorCore::~ExecutorCore() = default;
+
+ConstTensorView ExecutorCore::host_value(const Job& job, int value, int64_t slot) const {
+  const int k = collect_of_value[value];
+  return dense[k] ? ConstTensorView(job.dense[k].slice(slot).view())
+                  : ConstTensorView(job.ragged[k][slot].view());
+}
 
 void ScratchBuffer::Free::operator()(void* p) const { std::free(p); }
 
@@ -39,49 +68,6 @@ void* ScratchBuffer::reserve(size_t bytes) {
   }
   return data_.get();
 }
-
-struct Executor::Core {
-  Core(const PipelineSpec& spec, const PipelineOptions& opts, const OpRegistry& registry)
-      : graph(Graph::build(spec, registry)),
-        options(opts),
-        file_system(opts.file_system ? opts.file_system : posix_file_system()),
-        threads(resolve_threads(opts.num_threads)),
-        budget(threads),
-        arena(threads, 0),
-        pool(host_allocator(), opts.max_cached_bytes),
-        counters(graph.nodes().size()) {}
-
-  void process(Job& job, int64_t slot);
-  Status run_sample(Job& job, int64_t slot, const SampleInfo& info, Workspace& ws);
-  void record_failure(const Status& status);
-  Workspace& workspace();
-
-  Graph graph;
-  PipelineOptions options;
-  std::shared_ptr<FileSystem> file_system;  // never null
-  int threads;
-  ThreadBudget budget;
-  tbb::task_arena arena;
-  BufferPool pool;
-  tbb::enumerable_thread_specific<Workspace> workspaces;
-  std::vector<uint64_t> rng_keys;       // per node
-  std::vector<int> output_of_value;     // value -> pipeline output index, or -1
-  std::vector<bool> dense;              // per output
-  std::vector<Shape> sample_shape;      // per dense output
-  std::vector<NodeCounters> counters;   // per node
-
-  std::atomic<int64_t> generation{0};
-  std::atomic<int64_t> failures{0};  // in batches handed out (stats; consumer writes)
-  std::atomic<uint64_t> replaced{0};
-  std::atomic<uint64_t> batches{0}, samples{0}, wait_nanos{0};
-
-  std::mutex mu;  // guards outstanding and Job::done
-  std::condition_variable cv;
-  int64_t outstanding = 0;
-
-  mutable std::mutex errors_mu;
-  std::deque<std::string> recent_errors;
-};
 
 namespace {
 
@@ -128,7 +114,7 @@ class SampleRun final : public SampleIO {
                               " " + shape.to_string() + ", declared " + dtype_name(spec.dtype) + " " +
                               spec.shape.to_string());
     TensorView view;
-    const int out = core_.output_of_value[value];
+    const int out = core_.collect_of_value[value];
     if (out >= 0 && core_.dense[out]) {
       if (shape != core_.sample_shape[out])
         return Status::internal("output " + core_.graph.value_name(value) + " has shape " +
@@ -222,6 +208,7 @@ void Executor::Core::process(Job& job, int64_t slot) {
       Status st = run_sample(job, slot, info, ws);
       if (st.is_ok()) {
         job.dataset_indices[slot] = index;
+        job.attempts[slot] = attempt;
         if (attempt > 0) job.replaced.fetch_add(1, std::memory_order_relaxed);
         break;
       }
@@ -254,8 +241,23 @@ void Executor::Core::process(Job& job, int64_t slot) {
       break;
     }
   }
-  // Last touch of the Core by this task: the executor may be destroyed right after.
   const bool last = job.remaining.fetch_sub(1) == 1;
+  if (last && device_stage && job.generation == generation.load(std::memory_order_relaxed)) {
+    bool ok;
+    {
+      std::lock_guard lock(job.mu);
+      ok = job.error.is_ok();
+    }
+    if (ok) {
+      Status st = device_stage->run(job);
+      if (!st.is_ok()) {
+        record_failure(st);
+        std::lock_guard lock(job.mu);
+        job.error = st;
+      }
+    }
+  }
+  // Last touch of the Core by this task: the executor may be destroyed right after.
   std::lock_guard lock(mu);
   if (last) job.done = true;
   // Waiters wait for a whole batch (next) or for no work at all (~Executor): waking them for
@@ -270,22 +272,37 @@ Executor::Executor(const PipelineSpec& spec, const PipelineOptions& options, con
     throw ConfigError("prefetch_depth must be >= 1, got " + std::to_string(options.prefetch_depth));
   if (options.max_failures < 0) throw ConfigError("max_failures must be >= 0");
   Core& c = *core_;
+  c.value_stage.assign(c.graph.num_values(), Stage::kCpu);
   for (const auto& node : c.graph.nodes()) {
-    if (node.spec.stage != Stage::kCpu)
-      throw ConfigError(node.spec.describe() + ": stage \"" + stage_name(node.spec.stage) +
-                        "\" needs the accelerator backend, which this build does not run yet");
+    if (node.spec.stage == Stage::kMixed)
+      throw ConfigError(node.spec.describe() + ": stage \"mixed\" (decoding on the device) is not run yet; "
+                        "decode on the cpu stage and move the rest to \"gpu\"");
     c.rng_keys.push_back(RandomStream::key_for(options.seed, node.spec.name));
+    for (int v : node.outputs) c.value_stage[v] = node.spec.stage;
   }
-  c.output_of_value.assign(c.graph.num_values(), -1);
-  for (size_t k = 0; k < c.graph.outputs().size(); ++k) {
-    const int v = c.graph.outputs()[k];
-    if (c.output_of_value[v] >= 0)
-      throw ConfigError("pipeline output " + c.graph.value_name(v) + " is listed twice");
-    c.output_of_value[v] = static_cast<int>(k);
+  // Host values to keep per batch: pipeline outputs of the cpu stage, and the cpu-stage values
+  // gpu nodes read (inputs to upload, per-sample arguments read on the host).
+  c.collect_of_value.assign(c.graph.num_values(), -1);
+  auto collect = [&](int v) {
+    if (c.value_stage[v] != Stage::kCpu || c.collect_of_value[v] >= 0) return;
+    c.collect_of_value[v] = static_cast<int>(c.collected.size());
+    c.collected.push_back(v);
     const TensorSpec& s = c.graph.value_spec(v);
     c.dense.push_back(s.shape.fully_known());
     c.sample_shape.push_back(s.shape);
+  };
+  std::vector<bool> listed(c.graph.num_values(), false);
+  for (int v : c.graph.outputs()) {
+    if (listed[v]) throw ConfigError("pipeline output " + c.graph.value_name(v) + " is listed twice");
+    listed[v] = true;
+    collect(v);
   }
+  for (const auto& node : c.graph.nodes()) {
+    if (node.spec.stage != Stage::kDevice) continue;
+    for (int v : node.inputs) collect(v);
+    for (const auto& [name, v] : node.arg_inputs) collect(v);
+  }
+  if (has_stage(c.graph, Stage::kDevice)) c.device_stage = std::make_unique<DeviceStage>(c, options.device_id);
   // The fingerprint ties a saved state to this pipeline.
   uint64_t h = 0xcbf29ce484222325ull;
   for (const auto& node : c.graph.nodes()) {
@@ -357,10 +374,11 @@ void Executor::schedule(int64_t epoch, int64_t batch) {
   job->first_position = batch * job->plan->batch_size();
   job->length = job->plan->batch_length(batch);
   job->dataset_indices.assign(job->length, -1);
+  job->attempts.assign(job->length, 0);
   job->ragged.resize(c.dense.size());
   for (size_t k = 0; k < c.dense.size(); ++k) {
     if (c.dense[k]) {
-      const TensorSpec& s = c.graph.value_spec(c.graph.outputs()[k]);
+      const TensorSpec& s = c.graph.value_spec(c.collected[k]);
       job->dense.push_back(Tensor::empty(s.shape.prepend(job->length), s.dtype, s.layout, c.pool));
     } else {
       job->dense.emplace_back();
@@ -409,8 +427,17 @@ PipelineOutput Executor::take(Job& job) {
   PipelineOutput out;
   out.epoch = job.epoch;
   out.batch_index = job.batch;
-  for (size_t k = 0; k < c.dense.size(); ++k)
-    out.outputs.push_back(c.dense[k] ? Batch::dense(std::move(job.dense[k])) : Batch::ragged(std::move(job.ragged[k])));
+  for (int v : c.graph.outputs()) {
+    const int k = c.collect_of_value[v];
+    if (k >= 0 && !c.device_stage) {  // a cpu-stage output (with a gpu stage it was uploaded)
+      out.outputs.push_back(c.dense[k] ? Batch::dense(job.dense[k]) : Batch::ragged(job.ragged[k]));
+      continue;
+    }
+    DeviceValue none;  // an empty batch never reaches the device stage
+    DeviceValue& d = job.device.empty() ? none : job.device[v];
+    Batch b = d.dense.defined() ? Batch::dense(std::move(d.dense)) : Batch::ragged(std::move(d.ragged));
+    out.outputs.push_back(std::move(b.set_device_sync(job.device_sync)));
+  }
   out.dataset_indices = std::move(job.dataset_indices);
   for (int64_t s = 0; s < job.length; ++s) out.num_padding += job.plan->is_padding(job.first_position + s);
   out.num_replaced = job.replaced.load();
@@ -503,6 +530,7 @@ PipelineStats Executor::stats() const {
     s.recent_errors.assign(c.recent_errors.begin(), c.recent_errors.end());
   }
   s.pool = c.pool.stats();
+  if (c.device_stage) s.device_pool = c.device_stage->pool_stats();
   return s;
 }
 

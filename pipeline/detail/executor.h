@@ -45,6 +45,12 @@ struct Workspace {
   std::vector<ConstTensorView> values;           // per value, for the sample being processed
 };
 
+/// A value of the device stage for one batch: dense [N, ...] or one tensor per sample.
+struct DeviceValue {
+  Tensor dense;
+  std::vector<Tensor> ragged;
+};
+
 /// One batch in flight.
 struct Job {
   int64_t generation = 0;
@@ -53,21 +59,28 @@ struct Job {
   int64_t first_position = 0;
   int64_t length = 0;
   std::shared_ptr<const EpochPlan> plan;
-  std::vector<Tensor> dense;                 // per output; undefined for ragged outputs
-  std::vector<std::vector<Tensor>> ragged;   // per output, per slot
+  // Host values kept per batch (pipeline outputs of the cpu stage, and what it hands to the
+  // device stage), by collected index (Core::collected): dense, or ragged per slot.
+  std::vector<Tensor> dense;
+  std::vector<std::vector<Tensor>> ragged;
   std::vector<int64_t> dataset_indices;      // per slot
+  std::vector<uint32_t> attempts;            // per slot: which attempt produced it (its random stream)
+  std::vector<DeviceValue> device;           // per value id, written by the device stage
+  std::shared_ptr<const cuda::DeviceSync> device_sync;  // when the device values are ready
   std::atomic<int64_t> remaining{0};
   std::atomic<int64_t> replaced{0};
   std::atomic<int64_t> failures{0};          // failed attempts in this batch
   std::mutex mu;                             // guards error and last_failure
   Status error;                              // makes next() throw
   Status last_failure;                       // the last failed attempt, for the budget message
-  bool done = false;                         // guarded by Executor::Core::mu
+  bool done = false;                         // guarded by ExecutorCore::mu
 };
 
 struct NodeCounters {
   std::atomic<uint64_t> nanos{0}, samples{0}, failures{0};
 };
+
+struct ExecutorCore;
 
 class Executor {
  public:
@@ -87,8 +100,8 @@ class Executor {
   const PipelineOptions& options() const;
   std::vector<std::string> output_names() const;
 
-  /// What worker tasks share with the consumer. Tasks hold a shared_ptr to it.
-  struct Core;
+  /// What worker tasks share with the consumer (pipeline/detail/core.h).
+  using Core = ExecutorCore;
 
  private:
   std::shared_ptr<const EpochPlan> plan_for(int64_t epoch) const;

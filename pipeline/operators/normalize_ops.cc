@@ -1,6 +1,7 @@
 // Normalisation operators: crop_mirror_normalize, normalize, cast.
 #include <algorithm>
 
+#include "pipeline/kernels/cuda/normalize.h"
 #include "pipeline/kernels/normalize.h"
 #include "pipeline/operators/decode_geometry.h"
 #include "pipeline/operators/op_util.h"
@@ -40,10 +41,12 @@ ArgSchema scale_arg() {
   return {"scale", ArgType::kFloat, ArgValue(255.0), "x is divided by this first (255: torchvision ToTensor on uint8)"};
 }
 
+// On the gpu stage (device = true) the whole batch goes through one launch of the batched
+// device kernel, with the windows and mirror flags drawn per sample exactly as on the cpu.
 class CropMirrorNormalizeOp final : public Operator {
  public:
-  explicit CropMirrorNormalizeOp(const NodeSpec& n)
-      : crop_(crop_size_arg(n.get_ints("crop"))), pos_x_(n.get_float("crop_pos_x")),
+  CropMirrorNormalizeOp(const NodeSpec& n, bool device)
+      : device_(device), crop_(crop_size_arg(n.get_ints("crop"))), pos_x_(n.get_float("crop_pos_x")),
         pos_y_(n.get_float("crop_pos_y")), mirror_(n.get_int("mirror") != 0),
         dtype_(parse_dtype(n.get_string("dtype"))) {
     options_.norm = parse_norm(n);
@@ -53,6 +56,8 @@ class CropMirrorNormalizeOp final : public Operator {
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
     ops::require_hwc(in[0], {DType::kU8, DType::kF32});
+    if (device_ && in[0].dtype != DType::kU8)
+      throw ConfigError("on the gpu stage the input must be uint8 (float32 input runs on the cpu stage)");
     if (dtype_ == DType::kU8 && in[0].dtype != DType::kU8)
       throw ConfigError("dtype \"uint8\" needs uint8 input (it only crops, mirrors and transposes)");
     const int64_t c = ops::dim(in[0], 2);
@@ -75,17 +80,66 @@ class CropMirrorNormalizeOp final : public Operator {
     return kernels::crop_mirror_normalize(in, out, o);
   }
 
+  Status run_batch(BatchIO& io) const override {
+    const int64_t n = io.size();
+    srcs_.clear(), windows_.clear();
+    for (int64_t s = 0; s < n; ++s) {
+      const ConstTensorView& in = io.input(0, s);
+      SampleIO& a = io.sample_io(s);
+      HDL_ASSIGN_OR_RETURN(double px, ops::float_arg(a, "crop_pos_x", pos_x_, 0, 1));
+      HDL_ASSIGN_OR_RETURN(double py, ops::float_arg(a, "crop_pos_y", pos_y_, 0, 1));
+      const SizeHW size = crop_ ? *crop_ : SizeHW{in.shape[0], in.shape[1]};
+      srcs_.push_back(in);
+      windows_.push_back({crop_offset(in.shape[0], size.h, py), crop_offset(in.shape[1], size.w, px),
+                          ops::flag_arg(a, "mirror", mirror_)});
+    }
+    kernels::cuda::CmnBatchOptions o{options_.fill, options_.layout, options_.norm};
+    if (crop_ || n == 0 || all_same_size()) {
+      const SizeHW size = crop_ ? *crop_ : n ? SizeHW{srcs_[0].shape[0], srcs_[0].shape[1]} : SizeHW{0, 0};
+      if (n == 0) return Status::ok();
+      const TensorSpec sp = spec(size.h, size.w, srcs_[0].shape[2]);
+      HDL_ASSIGN_OR_RETURN(TensorView out, crop_ ? io.dense_output(0, sp.shape, sp.dtype, sp.layout)
+                                                 : dense_or_per_sample(io, sp));
+      if (out.data) return kernels::cuda::crop_mirror_normalize(srcs_, windows_, out, o, io.workspace(), io.stream());
+    }
+    // Images of different sizes without a crop: one launch per sample.
+    for (int64_t s = 0; s < n; ++s) {
+      const TensorSpec sp = spec(srcs_[s].shape[0], srcs_[s].shape[1], srcs_[s].shape[2]);
+      HDL_ASSIGN_OR_RETURN(TensorView one, io.output(0, s, sp.shape, sp.dtype, sp.layout));
+      const TensorView out(one.data, sp.shape.prepend(1), sp.dtype, sp.layout, one.device);
+      HDL_RETURN_IF_ERROR(kernels::cuda::crop_mirror_normalize({&srcs_[s], 1}, {&windows_[s], 1}, out, o,
+                                                               io.workspace(), io.stream()));
+    }
+    return Status::ok();
+  }
+
  private:
+  bool all_same_size() const {
+    for (const auto& v : srcs_)
+      if (v.shape[0] != srcs_[0].shape[0] || v.shape[1] != srcs_[0].shape[1]) return false;
+    return true;
+  }
+  // Without a crop the output is dense only when the input's shape was known before data.
+  static Result<TensorView> dense_or_per_sample(BatchIO& io, const TensorSpec& sp) {
+    auto out = io.dense_output(0, sp.shape, sp.dtype, sp.layout);
+    if (out.is_ok()) return out;
+    return TensorView();  // ragged: the per-sample path
+  }
+
   TensorSpec spec(int64_t h, int64_t w, int64_t c) const {
     if (options_.layout == Layout::kCHW) return TensorSpec{dtype_, Shape{c, h, w}, Layout::kCHW};
     return TensorSpec{dtype_, Shape{h, w, c}, Layout::kHWC};
   }
 
+  bool device_;
   std::optional<SizeHW> crop_;
   double pos_x_, pos_y_;
   bool mirror_;
   DType dtype_;
   kernels::CropMirrorNormalizeOptions options_;
+  // run_batch's scratch: the device stage runs one batch at a time.
+  mutable std::vector<ConstTensorView> srcs_;
+  mutable std::vector<kernels::cuda::CmnWindow> windows_;
 };
 
 class NormalizeOp final : public Operator {
@@ -155,7 +209,9 @@ OpSchema crop_mirror_normalize_schema() {
       {"output_layout", ArgType::kString, ArgValue("CHW"), "CHW or HWC", one_of({"CHW", "HWC"})},
       {"fill", ArgType::kFloat, ArgValue(0.0), "source value of window pixels outside the image"},
   };
-  s.create = [](const NodeSpec& n) { return std::make_unique<CropMirrorNormalizeOp>(n); };
+  s.stages = {Stage::kCpu, Stage::kDevice};
+  s.create = [](const NodeSpec& n) { return std::make_unique<CropMirrorNormalizeOp>(n, false); };
+  s.create_device = [](const NodeSpec& n) { return std::make_unique<CropMirrorNormalizeOp>(n, true); };
   return s;
 }
 

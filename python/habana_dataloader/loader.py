@@ -40,7 +40,7 @@ from torch.utils.data._utils.collate import default_collate
 
 from ._transforms import Unsupported, image_graph, post_collate, unwrap_dataset, views_of
 from .pipeline import Pipeline
-from . import fn
+from . import _C, fn
 
 log = logging.getLogger("habana_dataloader")
 _TORCH_PARAMS = set(inspect.signature(DataLoader.__init__).parameters) - {"self"}
@@ -89,6 +89,25 @@ def _resolve_device(device: Optional[str]) -> Optional[torch.device]:
     return d
 
 
+_GPU_OPS: Optional[frozenset] = None
+
+
+def _gpu_tail(outputs: List[Any]) -> List[str]:
+    """Moves the operators at the end of each output's chain that have a gpu-stage
+    implementation (crop_mirror_normalize, ...) to the gpu stage; returns their names."""
+    global _GPU_OPS
+    if _GPU_OPS is None:
+        _GPU_OPS = frozenset(s["name"] for s in _C.schemas() if "gpu" in s["stages"])
+    moved: List[str] = []
+    for d in outputs:
+        n = d.node
+        while n.op in _GPU_OPS and n.stage == "cpu" and len(n.inputs) == 1:
+            n.stage = "gpu"
+            moved.append(n.op)
+            n = n.inputs[0].node
+    return moved
+
+
 class HabanaDataLoader(DataLoader[T_co]):
     """``torch.utils.data.DataLoader``'s signature and defaults (it is a subclass), plus
     keyword-only extras:
@@ -96,8 +115,12 @@ class HabanaDataLoader(DataLoader[T_co]):
     Args:
         threads: worker threads of the native pipeline (default: num_workers if > 0, else
             one per CPU).
-        device: "cuda[:N]" moves each batch there (pinned first, then a non_blocking copy);
-            "auto": the GPU when CUDA is available, else stay on the CPU; default: none.
+        device: "cuda[:N]": batches are CUDA tensors there. The native pipeline decodes and crops on
+            CPU threads, uploads uint8 pixels from pinned memory and runs the last operators
+            (flip, normalise, layout: ``gpu_ops``) as CUDA kernels on its own stream, ordered
+            before torch's current stream without blocking the host. Where that cannot be
+            used, batches are moved with torch (pinned, non_blocking) and ``native_notes`` says
+            why. "auto": the GPU when CUDA is available, else stay on the CPU; default: none.
         seed: fixes the augmentation seed, and seeds the shuffle order when no ``generator`` is
             given (default: the base seed torch's iterator draws, from ``generator`` or torch's
             global RNG, at the first epoch, so torch.manual_seed reproduces runs).
@@ -169,6 +192,9 @@ class HabanaDataLoader(DataLoader[T_co]):
         self._list_path: Optional[str] = None
         self.fallback_reason: Optional[str] = None
         self.native_notes: List[str] = []
+        #: operators the native pipeline runs as CUDA kernels (device="cuda"); [] otherwise
+        self.gpu_ops: List[str] = []
+        self._gpu_tail = False
         try:
             self._plan(args)
         except Unsupported as e:
@@ -236,7 +262,20 @@ class HabanaDataLoader(DataLoader[T_co]):
         weakref.finalize(self, _unlink, self._list_path)
         # Build now: a mistake the C++ graph finds surfaces here. With seed= this is the
         # loader's pipeline; otherwise its seed is drawn at the first epoch, as torch's.
-        self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
+        if self._device is not None and self._device.type == "cuda":
+            cuda = _C.cuda_status()
+            self._gpu_tail = bool(cuda["available"])
+            if not self._gpu_tail:
+                self.native_notes.append(f"the gpu stage is not used ({cuda['reason']}): batches are "
+                                         "moved to CUDA with torch")
+        try:
+            self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
+        except (ValueError, TypeError, RuntimeError) as e:
+            if not self._gpu_tail:
+                raise
+            self._gpu_tail = False
+            self.native_notes.append(f"the gpu stage is not used ({e}): batches are moved to CUDA with torch")
+            self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
         if self._pipe_seed is None:
             self._drop_pipeline()
 
@@ -257,13 +296,18 @@ class HabanaDataLoader(DataLoader[T_co]):
         return path
 
     def _new_pipeline(self, seed: int) -> Pipeline:
+        gpu = self._gpu_tail
         pipe = Pipeline(batch_size=self._batch_size, num_threads=self.threads,
-                        prefetch_depth=self._prefetch, seed=seed, on_error=self.on_error)
+                        prefetch_depth=self._prefetch, seed=seed, on_error=self.on_error,
+                        device=str(self._device) if gpu else "cpu")
         with pipe:
             files, labels = fn.file_reader(file_list=self._list_path, file_root="/", shuffle=False,
                                            last_batch=self._last_batch)
-            pipe.set_outputs(*self._wire(files), labels)
+            images = self._wire(files)
+            moved = _gpu_tail(images) if gpu else []
+            pipe.set_outputs(*images, labels)
         pipe.build()
+        self.gpu_ops = moved
         self._pipelines_built += 1
         return pipe
 
@@ -561,6 +605,8 @@ class _NativeIter:
         # A non_blocking copy is asynchronous only from pinned memory; torch's caching host
         # allocator keeps the pinned block until the copy is done.
         device = self.loader._device
+        if t.device == device or (t.device.type == device.type == "cuda" and device.index is None):
+            return t  # made there by the gpu stage
         if device.type == "cuda":
             t = t.pin_memory()
         return t.to(device, non_blocking=True)

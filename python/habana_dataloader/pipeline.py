@@ -58,7 +58,10 @@ class Pipeline:
             "skip" (it is replaced by the next readable sample and counted).
         max_failures: with "skip", failed samples tolerated in all before DataError.
         output: "torch" (zero-copy via DLPack) or "numpy" (zero-copy arrays).
-        device: "cpu", or "cuda[:N]" to move outputs to that device after each batch.
+        device: "cpu", or "cuda[:N]": nodes with ``device="gpu"`` run there (the gpu stage:
+            one CUDA stream, kernels per batch), and every output is a CUDA tensor on it, ordered
+            on torch's current stream without blocking the host. A graph without gpu nodes
+            moves its outputs there after each batch.
     """
 
     def __init__(self, batch_size: int = 32, num_threads: int = 0, prefetch_depth: int = 2,
@@ -82,6 +85,7 @@ class Pipeline:
         self._native: Optional[_C.Pipeline] = None
         self._batch_fns: List[_Node] = []
         self._plan: List[Tuple[str, Any]] = []
+        self._gpu_stage, self._device_id = False, 0
         self.last_info: Dict[str, Any] = {}  #: epoch, batch_index, dataset_indices, ... of the last batch
 
     # ---- graph --------------------------------------------------------------------------
@@ -190,6 +194,12 @@ class Pipeline:
                    "prefetch_depth": self.prefetch_depth, "seed": self.seed,
                    "on_error": self.on_error, "max_failures": self.max_failures,
                    "max_cached_bytes": self.max_cached_bytes}
+        self._gpu_stage = any(n.stage == "gpu" for n in nodes)
+        self._device_id = 0
+        if self.device.startswith("cuda"):
+            import torch
+            self._device_id = torch.device(self.device).index or 0
+        options["device_id"] = self._device_id
         self._native = _C.Pipeline(text, options, functions)
         self._batch_fns, self._plan = batch_fns, plan
         _live.add(self)
@@ -205,7 +215,12 @@ class Pipeline:
         list of per-sample tensors for a ragged one. Raises StopIteration at the end of an
         epoch (the next call starts the next epoch), DataError for a failed sample."""
         native = self._native_or_build()
-        got = native.next(self.output == "numpy")
+        stream = None  # the consumer's stream: torch's current one orders after the gpu stage
+        if self._gpu_stage and self.output == "torch":
+            import torch
+            if torch.cuda.is_available():
+                stream = torch.cuda.current_stream(self._device_id).cuda_stream
+        got = native.next(self.output == "numpy", stream)
         if got is None:
             raise StopIteration
         raw, self.last_info = got

@@ -6,7 +6,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "media/batch.h"
@@ -20,14 +22,20 @@ namespace py = pybind11;
 /// A DLPack capsule ("dltensor") over `t`'s memory, no copy. The capsule's deleter holds a
 /// reference to t's Storage, so a pooled batch buffer goes back to its pool only when the
 /// consumer (torch.utils.dlpack.from_dlpack) releases the tensor.
-py::object to_dlpack(const Tensor& t);
+/// For device tensors of a gpu stage, `sync` is the batch's DeviceSync and `consumer` the stream
+/// the consumer reads them on: when the consumer releases the tensor, the pipeline reuses the
+/// memory only after the work queued on `consumer` by then (torch's record_stream rule).
+py::object to_dlpack(const Tensor& t, std::shared_ptr<const cuda::DeviceSync> sync = nullptr,
+                     void* consumer = nullptr);
 /// A numpy array over `t`'s memory, no copy; its base object keeps the Storage alive.
 /// Throws TypeError for bfloat16 (numpy has no such dtype).
 py::object to_numpy(const Tensor& t, bool writable = true);
 /// A read-only numpy array over a view that is valid only for the duration of a call.
 py::object view_to_numpy(const ConstTensorView& v);
-/// Dense batch -> one capsule/array; ragged -> a list, one per sample.
-py::object batch_to_python(const Batch& b, bool numpy);
+/// Dense batch -> one capsule/array; ragged -> a list, one per sample. A device batch is first
+/// ordered before the consumer's work: `consumer` (a cudaStream_t) waits on its ready event
+/// without blocking the host; with no consumer stream the host waits for it.
+py::object batch_to_python(const Batch& b, bool numpy, std::optional<uintptr_t> consumer = std::nullopt);
 
 /// Python value -> ArgValue (bool, int, float, str, or a sequence of one of them).
 /// Throws py::type_error naming `arg` for anything else.

@@ -32,6 +32,7 @@ class PyPipeline {
     o.on_error = parse_error_policy(option<std::string>(opts, "on_error", "raise"));
     o.max_failures = option<int64_t>(opts, "max_failures", o.max_failures);
     o.max_cached_bytes = option<size_t>(opts, "max_cached_bytes", o.max_cached_bytes);
+    o.device_id = option<int>(opts, "device_id", o.device_id);
     py::gil_scoped_release nogil;
     pipe_ = std::make_unique<Pipeline>(spec, o, *registry_);
   }
@@ -55,7 +56,7 @@ class PyPipeline {
   }
 
   /// (outputs, info) for the next batch, or None at the end of the epoch.
-  py::object next(bool numpy) {
+  py::object next(bool numpy, std::optional<uintptr_t> stream) {
     std::optional<PipelineOutput> out;
     {
       Pipeline& p = pipe();
@@ -64,7 +65,7 @@ class PyPipeline {
     }
     if (!out) return py::none();
     py::list outputs;
-    for (const Batch& b : out->outputs) outputs.append(batch_to_python(b, numpy));
+    for (const Batch& b : out->outputs) outputs.append(batch_to_python(b, numpy, stream));
     py::dict info;
     info["epoch"] = out->epoch;
     info["batch_index"] = out->batch_index;
@@ -74,6 +75,9 @@ class PyPipeline {
     py::list dense;
     for (const Batch& b : out->outputs) dense.append(b.is_dense());
     info["dense"] = dense;
+    py::list devices;  // "cpu", or "cuda:N" for outputs of the gpu stage
+    for (const Batch& b : out->outputs) devices.append(b.device_sync() ? b.device_sync()->ready().device().to_string() : "cpu");
+    info["devices"] = devices;
     py::list ptrs;  // where each dense output lives, for zero-copy checks
     for (const Batch& b : out->outputs)
       ptrs.append(b.is_dense() && b.size() > 0 ? reinterpret_cast<uintptr_t>(b.as_tensor().data()) : uintptr_t{0});
@@ -140,6 +144,12 @@ class PyPipeline {
     pool["bytes_allocated"] = s.pool.bytes_allocated;
     pool["bytes_cached"] = s.pool.bytes_cached;
     d["pool"] = pool;
+    py::dict device_pool;
+    device_pool["acquires"] = s.device_pool.acquires;
+    device_pool["allocations"] = s.device_pool.allocations;
+    device_pool["bytes_allocated"] = s.device_pool.bytes_allocated;
+    device_pool["bytes_cached"] = s.device_pool.bytes_cached;
+    d["device_pool"] = device_pool;
     return d;
   }
 
@@ -163,7 +173,10 @@ void bind_pipeline(py::module_& m) {
   py::class_<PyPipeline>(m, "Pipeline", "hdl::Pipeline built from a JSON spec (see habana_dataloader.Pipeline).")
       .def(py::init<const std::string&, const py::dict&, const py::dict&>(), py::arg("spec_json"),
            py::arg("options"), py::arg("functions") = py::dict())
-      .def("next", &PyPipeline::next, py::arg("numpy") = false)
+      .def("next", &PyPipeline::next, py::arg("numpy") = false, py::arg("stream") = py::none(),
+           "(outputs, info), or None at the end of the epoch. `stream`: the cudaStream_t (an int, 0: "
+           "the legacy default stream) that will read gpu-stage outputs; it waits for them without "
+           "blocking the host. None: the host waits.")
       .def("reset", &PyPipeline::reset, py::arg("epoch"))
       .def("wait_next", [](PyPipeline& p, double seconds) {
         Pipeline& pipe = p.pipe();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "media/cuda/runtime.h"
 #include "python/src/bindings.h"
 
 namespace hdl::python {
@@ -41,6 +42,8 @@ struct Holder {
   DLManagedTensor managed{};
   Tensor tensor;
   std::vector<int64_t> shape, strides;
+  std::shared_ptr<const cuda::DeviceSync> sync;  // device tensors of a gpu stage
+  void* consumer = nullptr;                      // the cudaStream_t that reads them
 };
 
 DLDataType dl_dtype(DType t) {
@@ -58,7 +61,13 @@ DLDataType dl_dtype(DType t) {
 
 // Called by the consumer (torch) when it drops the tensor, or by the capsule if never consumed.
 // Needs no GIL: it touches no Python object.
-void delete_holder(DLManagedTensor* self) { delete static_cast<Holder*>(self->manager_ctx); }
+void delete_holder(DLManagedTensor* self) {
+  auto* h = static_cast<Holder*>(self->manager_ctx);
+  // The memory goes back to the pipeline's pool now; it writes there again only after the
+  // consumer's work queued so far. Errors (CUDA already shut down at exit) are ignored.
+  if (h->sync) (void)h->sync->release_after(cuda::Stream::borrow(h->consumer, h->tensor.device()));
+  delete h;
+}
 
 void capsule_destructor(PyObject* capsule) {
   // A consumed capsule is renamed "used_dltensor": the consumer owns the tensor now.
@@ -77,9 +86,11 @@ const char* numpy_name(DType t) {
 
 }  // namespace
 
-py::object to_dlpack(const Tensor& t) {
+py::object to_dlpack(const Tensor& t, std::shared_ptr<const cuda::DeviceSync> sync, void* consumer) {
   auto* h = new Holder;
   h->tensor = t;
+  h->sync = std::move(sync);
+  h->consumer = consumer;
   h->shape.assign(t.shape().begin(), t.shape().end());
   const Shape strides = contiguous_strides(t.shape());
   h->strides.assign(strides.begin(), strides.end());
@@ -126,10 +137,23 @@ py::object view_to_numpy(const ConstTensorView& v) {
   return std::move(a);
 }
 
-py::object batch_to_python(const Batch& b, bool numpy) {
+py::object batch_to_python(const Batch& b, bool numpy, std::optional<uintptr_t> consumer) {
+  const auto& sync = b.device_sync();
+  void* stream = consumer ? reinterpret_cast<void*>(*consumer) : nullptr;
+  if (sync) {
+    if (numpy) throw py::type_error("numpy output needs host memory; this pipeline's gpu stage writes device memory");
+    Status st;
+    {
+      py::gil_scoped_release nogil;
+      st = consumer ? sync->wait_ready(cuda::Stream::borrow(stream, sync->ready().device()))
+                    : sync->ready().synchronize();
+    }
+    if (!st.is_ok()) throw std::runtime_error("gpu stage: " + st.message());
+  }
   auto one = [&](const Tensor& t) -> py::object {
     if (!t.defined()) return py::none();
-    return numpy ? to_numpy(t) : to_dlpack(t);
+    if (numpy) return to_numpy(t);
+    return consumer ? to_dlpack(t, sync, stream) : to_dlpack(t);
   };
   if (b.is_dense() && b.size() > 0) return one(b.as_tensor());
   py::list out;
@@ -138,6 +162,15 @@ py::object batch_to_python(const Batch& b, bool numpy) {
 }
 
 void bind_tensors(py::module_& m) {
+  m.def("cuda_status", [] {
+    py::dict d;
+    d["built"] = cuda::built_with_cuda();
+    d["available"] = cuda::available();
+    d["device_count"] = cuda::device_count();
+    d["reason"] = cuda::unavailable_reason();
+    d["version"] = cuda::version_string();
+    return d;
+  }, "What this build and machine offer the gpu stage: built, available, device_count, reason (why not), version");
   // Used by tests: a pooled-looking tensor without a pipeline.
   m.def("_test_tensor", [](std::vector<int64_t> shape, const std::string& dtype, bool numpy) {
     Shape s(shape.begin(), shape.end());

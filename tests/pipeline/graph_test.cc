@@ -145,6 +145,7 @@ TEST_F(GraphTest, StageOrderIsEnforced) {
   OpSchema gpu_op = *reg.find("slow");
   gpu_op.name = "device_slow";
   gpu_op.stages = {Stage::kCpu, Stage::kDevice};
+  gpu_op.create_device = gpu_op.create;
   reg.add(gpu_op);
   PipelineSpec spec;
   auto files = spec.add("file_reader", {}, {{"file_root", root()}});

@@ -1,0 +1,297 @@
+#include "pipeline/detail/device_stage.h"
+
+#include <chrono>
+#include <map>
+#include <optional>
+
+#include "media/cuda/allocator.h"
+#include "media/cuda/runtime.h"
+#include "pipeline/detail/core.h"
+#include "pipeline/errors.h"
+
+namespace hdl::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A sample of the batch as a cpu-stage operator sees it, for arguments and random draws only.
+class SampleArgs final : public SampleIO {
+ public:
+  SampleArgs(const ExecutorCore& core, const Job& job) : core_(core), job_(job) {}
+
+  void begin(int node_index, int64_t slot) {
+    node_index_ = node_index, slot_ = slot;
+    node_ = &core_.graph.nodes()[node_index];
+    info_ = SampleInfo{job_.epoch, job_.first_position + slot, job_.dataset_indices[slot], job_.attempts[slot],
+                       &core_.graph.source_op().dataset()};
+    rng_.reset();
+    args_.clear();
+  }
+
+  const SampleInfo& sample() const override { return info_; }
+  int num_inputs() const override { return 0; }
+  const ConstTensorView& input(int) const override { return none_; }
+  const ConstTensorView* arg_input(std::string_view name) const override {
+    for (const auto& [arg, value] : node_->arg_inputs) {
+      if (arg != name) continue;
+      args_.push_back(core_.host_value(job_, value, slot_));
+      return &args_.back();
+    }
+    return nullptr;
+  }
+  Result<TensorView> output(int, const Shape&, DType, Layout) override {
+    return Status::internal("a gpu-stage operator asked a sample for cpu output memory");
+  }
+  RandomStream& rng() override {
+    if (!rng_) rng_.emplace(core_.rng_keys[node_index_], info_.epoch, info_.position, info_.attempt);
+    return *rng_;
+  }
+  OpState* state() override { return nullptr; }
+  FileSystem& file_system() override { return *core_.file_system; }
+
+ private:
+  const ExecutorCore& core_;
+  const Job& job_;
+  int node_index_ = 0;
+  int64_t slot_ = 0;
+  const GraphNode* node_ = nullptr;
+  SampleInfo info_;
+  std::optional<RandomStream> rng_;
+  mutable std::deque<ConstTensorView> args_;  // stable addresses while the sample is asked
+  ConstTensorView none_;
+};
+
+class BatchRun final : public BatchIO {
+ public:
+  BatchRun(ExecutorCore& core, Job& job, BufferPool& pool, cuda::Stream& stream,
+           kernels::cuda::DeviceWorkspace& workspace)
+      : core_(core), job_(job), pool_(pool), stream_(stream), workspace_(workspace), args_(core, job) {}
+
+  Status begin(int node_index) {
+    node_index_ = node_index;
+    node_ = &core_.graph.nodes()[node_index];
+    inputs_.assign(node_->inputs.size(), {});
+    for (size_t i = 0; i < node_->inputs.size(); ++i) {
+      const DeviceValue& d = job_.device[node_->inputs[i]];
+      auto& views = inputs_[i];
+      views.reserve(static_cast<size_t>(job_.length));
+      for (int64_t s = 0; s < job_.length; ++s)
+        views.push_back(d.dense.defined() ? ConstTensorView(d.dense.slice(s).view()) : ConstTensorView(d.ragged[s].view()));
+    }
+    return Status::ok();
+  }
+
+  /// Every output written (whole, or for every sample).
+  Status check_outputs() const {
+    for (int v : node_->outputs) {
+      const DeviceValue& d = job_.device[v];
+      if (d.dense.defined()) continue;
+      for (const Tensor& t : d.ragged)
+        if (!t.defined()) return Status::internal("did not produce output " + core_.graph.value_name(v) + " for every sample");
+      if (d.ragged.empty() && job_.length > 0)
+        return Status::internal("did not produce output " + core_.graph.value_name(v));
+    }
+    return Status::ok();
+  }
+
+  int64_t size() const override { return job_.length; }
+  int num_inputs() const override { return static_cast<int>(node_->inputs.size()); }
+  const ConstTensorView& input(int i, int64_t s) const override { return inputs_[i][s]; }
+  SampleIO& sample_io(int64_t s) override {
+    args_.begin(node_index_, s);
+    return args_;
+  }
+  cuda::Stream& stream() override { return stream_; }
+  kernels::cuda::DeviceWorkspace& workspace() override { return workspace_; }
+
+  Result<TensorView> output(int i, int64_t s, const Shape& shape, DType dtype, Layout layout) override {
+    const int value = node_->outputs[i];
+    HDL_RETURN_IF_ERROR(check(value, shape, dtype));
+    DeviceValue& d = job_.device[value];
+    if (d.dense.defined()) return Status::internal("output " + core_.graph.value_name(value) + " was already written whole");
+    if (core_.graph.value_spec(value).shape.fully_known()) {
+      // A dense value: one [N, ...] block, written sample by sample.
+      if (d.ragged.empty()) d.ragged.resize(static_cast<size_t>(job_.length));
+      if (!d.ragged[s].defined() && !whole_.count(value)) {
+        Tensor t = Tensor::empty(shape.prepend(job_.length), dtype, layout, pool_);
+        whole_[value] = t;
+      }
+      d.ragged[s] = whole_[value].slice(s);
+      TensorView v = d.ragged[s].view();
+      v.layout = layout;
+      return v;
+    }
+    if (d.ragged.empty()) d.ragged.resize(static_cast<size_t>(job_.length));
+    d.ragged[s] = Tensor::empty(shape, dtype, layout, pool_);
+    return d.ragged[s].view();
+  }
+
+  Result<TensorView> dense_output(int i, const Shape& sample_shape, DType dtype, Layout layout) override {
+    const int value = node_->outputs[i];
+    if (!core_.graph.value_spec(value).shape.fully_known())
+      return Status::internal("output " + core_.graph.value_name(value) + " has no fixed shape: write it per sample");
+    HDL_RETURN_IF_ERROR(check(value, sample_shape, dtype));
+    DeviceValue& d = job_.device[value];
+    d.dense = Tensor::empty(sample_shape.prepend(job_.length), dtype, layout, pool_);
+    return d.dense.view();
+  }
+
+  /// Dense values written per sample become one batch tensor.
+  void finish() {
+    for (auto& [value, t] : whole_) {
+      job_.device[value].dense = std::move(t);
+      job_.device[value].ragged.clear();
+    }
+    whole_.clear();
+  }
+
+ private:
+  Status check(int value, const Shape& shape, DType dtype) const {
+    const TensorSpec& spec = core_.graph.value_spec(value);
+    if (dtype != spec.dtype || shape.ndim() != spec.shape.ndim() || (spec.shape.fully_known() && shape != spec.shape))
+      return Status::internal("output " + core_.graph.value_name(value) + " is " + dtype_name(dtype) + " " +
+                              shape.to_string() + ", declared " + dtype_name(spec.dtype) + " " + spec.shape.to_string());
+    return Status::ok();
+  }
+
+  ExecutorCore& core_;
+  Job& job_;
+  BufferPool& pool_;
+  cuda::Stream& stream_;
+  kernels::cuda::DeviceWorkspace& workspace_;
+  SampleArgs args_;
+  int node_index_ = 0;
+  const GraphNode* node_ = nullptr;
+  std::vector<std::vector<ConstTensorView>> inputs_;
+  std::map<int, Tensor> whole_;
+};
+
+}  // namespace
+
+DeviceStage::DeviceStage(ExecutorCore& core, int device_index)
+    : core_(core), device_(Device::cuda(device_index)), workspace_(device_),
+      pool_(cuda::device_allocator(device_index), core.options.max_cached_bytes),
+      releases_(std::make_shared<cuda::DeviceSync::Releases>()) {
+  const auto& nodes = core.graph.nodes();
+  std::vector<bool> uploaded(core.graph.num_values(), false);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (nodes[n].spec.stage != Stage::kDevice) continue;
+    nodes_.push_back(static_cast<int>(n));
+    for (int v : nodes[n].inputs) {
+      if (core.value_stage[v] == Stage::kCpu && !uploaded[v]) {
+        uploaded[v] = true;
+        uploads_.push_back(v);
+      }
+    }
+  }
+  // Outputs of the cpu stage go to the device with the batch too: a pipeline with a gpu stage
+  // hands out device batches only (a pinned block is reused by the cpu stage, which cannot
+  // wait on a consumer's stream, so it never leaves the pipeline).
+  for (int v : core.graph.outputs()) {
+    if (core.value_stage[v] == Stage::kCpu && !uploaded[v]) {
+      uploaded[v] = true;
+      uploads_.push_back(v);
+    }
+  }
+  const std::string who = nodes[nodes_.front()].spec.describe() + " (gpu): ";
+  if (Status st = cuda::require_device(device_); !st.is_ok()) throw ConfigError(who + st.message());
+  auto stream = cuda::Stream::create(device_);
+  if (!stream.is_ok()) throw ConfigError(who + stream.status().message());
+  stream_ = std::move(stream).value();
+  auto event = cuda::Event::create(device_);
+  if (!event.is_ok()) throw ConfigError(who + event.status().message());
+  copied_ = std::move(event).value();
+}
+
+DeviceStage::~DeviceStage() {
+  // Uploads still reading pinned blocks, and kernels writing pooled memory, finish first.
+  if (stream_.valid()) (void)stream_.synchronize();
+  pending_.clear();
+}
+
+void DeviceStage::reclaim(bool wait) {
+  while (!pending_.empty()) {
+    const cuda::Event& e = pending_.front().sync->ready();
+    if (wait) {
+      (void)e.synchronize();
+    } else {
+      auto done = e.query();
+      if (done.is_ok() && !*done) break;  // in order on one stream: the rest are later
+    }
+    pending_.pop_front();
+  }
+}
+
+Status DeviceStage::run(Job& job) {
+  std::lock_guard lock(mu_);
+  try {
+    return run_locked(job);
+  } catch (const std::bad_alloc& e) {
+    return Status::resource_exhausted(std::string("gpu stage: ") + e.what());
+  } catch (const std::exception& e) {
+    return Status::internal(std::string("gpu stage: exception: ") + e.what());
+  }
+}
+
+Status DeviceStage::upload(Job& job, Pending& pending) {
+  for (int v : uploads_) {
+    const int k = core_.collect_of_value[v];
+    DeviceValue& d = job.device[v];
+    auto one = [&](const Tensor& host) -> Result<Tensor> {
+      Tensor dev = Tensor::empty(host.shape(), host.dtype(), host.layout(), pool_);
+      pending.pinned.push_back(host);
+      HDL_RETURN_IF_ERROR(cuda::copy_async(host.view(), dev.view(), stream_, copied_));
+      return dev;
+    };
+    if (core_.dense[k]) {
+      HDL_ASSIGN_OR_RETURN(d.dense, one(job.dense[k]));
+    } else {
+      for (const Tensor& t : job.ragged[k]) {
+        HDL_ASSIGN_OR_RETURN(Tensor dev, one(t));
+        d.ragged.push_back(std::move(dev));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status DeviceStage::run_locked(Job& job) {
+  const std::string where = "batch " + std::to_string(job.batch) + " of epoch " + std::to_string(job.epoch);
+  reclaim(false);
+  // Memory that consumers released goes back to work only after their queued reads.
+  for (const cuda::Event& e : releases_->take()) HDL_RETURN_IF_ERROR(stream_.wait(e));
+
+  job.device.assign(static_cast<size_t>(core_.graph.num_values()), {});
+  Pending pending;
+  if (Status st = upload(job, pending); !st.is_ok()) {
+    (void)stream_.synchronize();  // copies already queued still read `pending`'s blocks
+    return Status(st.code(), "gpu stage: " + where + ": upload: " + st.message());
+  }
+  BatchRun io(core_, job, pool_, stream_, workspace_);
+  for (int n : nodes_) {
+    const GraphNode& node = core_.graph.nodes()[n];
+    const auto t0 = Clock::now();
+    Status st = io.begin(n);
+    if (st.is_ok()) st = node.op->run_batch(io);
+    io.finish();
+    if (st.is_ok()) st = io.check_outputs();
+    NodeCounters& c = core_.counters[n];
+    c.nanos.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()),
+                      std::memory_order_relaxed);
+    c.samples.fetch_add(static_cast<uint64_t>(job.length), std::memory_order_relaxed);
+    if (!st.is_ok()) {
+      c.failures.fetch_add(static_cast<uint64_t>(job.length), std::memory_order_relaxed);
+      (void)stream_.synchronize();  // the stream may still read this batch's uploads
+      return Status(st.code(), node.spec.describe() + " (gpu): " + where + ": " + st.message());
+    }
+  }
+  HDL_ASSIGN_OR_RETURN(cuda::Event ready, cuda::Event::create(device_));
+  HDL_RETURN_IF_ERROR(ready.record(stream_));
+  auto sync = std::make_shared<const cuda::DeviceSync>(std::move(ready), releases_);
+  pending.sync = sync;
+  if (!pending.pinned.empty()) pending_.push_back(std::move(pending));
+  job.device_sync = std::move(sync);
+  return Status::ok();
+}
+
+}  // namespace hdl::detail

@@ -1,0 +1,76 @@
+// The device stage of the executor (private): what runs once a batch's cpu stage is complete,
+// on the pipeline's CUDA stream, without blocking the host on the device.
+//
+// For each batch: the pinned host values the gpu stage reads, and the cpu stage's pipeline
+// outputs (labels: a pipeline with a gpu stage hands out device batches only), are uploaded (cudaMemcpyAsync on
+// the stream; the pinned blocks go back to their pool only once the copies have finished), the
+// gpu-stage operators enqueue their kernels (Operator::run_batch, one launch per batch where
+// the kernel allows), and an event recorded after them becomes the batch's ready event
+// (media/cuda/stream.h DeviceSync). Before the stage writes pooled device memory again, its
+// stream waits on the points where consumers released earlier batches (DeviceSync::
+// release_after), so memory a consumer's kernels may still read is never overwritten.
+//
+// Copies and kernels share one stream per pipeline: in order on the device, which is what makes
+// reusing uploads and intermediates safe; the host side of a batch takes microseconds, so one
+// stream is not the bottleneck (docs/CUDA.md has the measurements).
+//
+// Thread safety: run() is called by whichever worker thread completes a batch; calls are
+// serialised by the stage's mutex. stats() may be called from any thread.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "media/api.h"
+#include "media/cuda/stream.h"
+#include "media/storage.h"
+#include "pipeline/kernels/cuda/workspace.h"
+
+HDL_API_BEGIN
+namespace hdl::detail {
+
+struct Job;
+struct ExecutorCore;
+
+class DeviceStage {
+ public:
+  /// Throws ConfigError naming the first gpu node when the device cannot be used.
+  DeviceStage(ExecutorCore& core, int device_index);
+  ~DeviceStage();
+
+  /// Enqueues the batch's device work; sets job.device and job.device_sync. Data errors of the
+  /// stage (an operator refusing its inputs) and CUDA errors come back as a Status.
+  Status run(Job& job);
+
+  Device device() const { return device_; }
+  BufferPoolStats pool_stats() const { return pool_.stats(); }
+  /// Values of the cpu stage the device stage uploads (value ids): what gpu nodes read, and
+  /// the cpu stage's pipeline outputs.
+  const std::vector<int>& uploads() const { return uploads_; }
+
+ private:
+  struct Pending {
+    std::shared_ptr<const cuda::DeviceSync> sync;
+    std::vector<Tensor> pinned;  // upload sources, freed once `sync` is ready
+  };
+  Status run_locked(Job& job);
+  Status upload(Job& job, Pending& pending);
+  void reclaim(bool wait);
+
+  ExecutorCore& core_;
+  Device device_;
+  std::vector<int> nodes_;    // gpu nodes, in graph order
+  std::vector<int> uploads_;  // cpu-stage values that gpu nodes read as inputs
+  std::mutex mu_;             // serialises run(); guards everything below
+  cuda::Stream stream_;
+  cuda::Event copied_;        // re-recorded after each upload (cuda::copy_async wants one)
+  kernels::cuda::DeviceWorkspace workspace_;
+  BufferPool pool_;           // device memory of uploads, intermediates and outputs
+  std::shared_ptr<cuda::DeviceSync::Releases> releases_;
+  std::deque<Pending> pending_;
+};
+
+}  // namespace hdl::detail
+HDL_API_END

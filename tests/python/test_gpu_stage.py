@@ -1,0 +1,157 @@
+"""The gpu stage: operators with device="gpu" run as CUDA kernels on the pipeline's stream.
+
+Host tests check the refusals; the tests marked gpu need a CUDA device (and torch with CUDA)
+and skip with CUDA's reason otherwise. On a GPU they check that the gpu stage gives the cpu
+stage's values bit for bit for the same seed, that batches are ordered before the consumer's
+stream and their memory is reused only after the consumer's work, that memory stays flat over
+epochs, and that HabanaDataLoader(device="cuda") takes this path.
+"""
+import gc
+
+import pytest
+import torch
+import torchvision
+import torchvision.transforms as T
+
+from habana_dataloader import HabanaDataLoader, Pipeline, _C, fn
+
+CUDA = _C.cuda_status()
+HAVE_GPU = bool(CUDA["available"]) and torch.cuda.is_available()
+needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"no CUDA device: {CUDA['reason'] or 'torch has no CUDA'}")
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def train_pipe(root, stage, *, seed=7, batch_size=8, dtype="float32", layout="CHW", crop=None,
+               threads=2, device="cuda"):
+    pipe = Pipeline(batch_size=batch_size, num_threads=threads, seed=seed,
+                    device=device if stage == "gpu" else "cpu")
+    with pipe:
+        files, labels = fn.file_reader(file_root=str(root), shuffle=True)
+        images = fn.image_decoder(files, output_type="rgb", random_crop="resized", resize=[160, 160],
+                                  name="decode")
+        coin = fn.coin_flip(probability=0.5, name="flip")
+        px = fn.random_uniform(range=[0.0, 1.0], name="px")
+        args = dict(mean=MEAN, std=STD, dtype=dtype, output_layout=layout, name="normalize")
+        if crop:
+            args.update(crop=crop, crop_pos_x=px)
+        out = fn.crop_mirror_normalize(images, mirror=coin, device=stage, **args)
+        pipe.set_outputs(out, labels)
+    return pipe
+
+
+def test_gpu_node_without_a_device_is_refused_with_cudas_reason(train_root):
+    if HAVE_GPU:
+        pytest.skip("a CUDA device is present: the refusal cannot be seen here")
+    with pytest.raises(ValueError) as e:
+        train_pipe(train_root, "gpu").build()
+    msg = str(e.value)
+    assert 'crop_mirror_normalize "normalize" (gpu)' in msg
+    assert CUDA["reason"] and CUDA["reason"] in msg or "built without CUDA" in msg
+
+
+def test_operators_without_a_gpu_implementation_are_refused(train_root):
+    pipe = Pipeline(batch_size=2)
+    with pipe:
+        files, labels = fn.file_reader(file_root=str(train_root))
+        images = fn.image_decoder(files, output_type="rgb", resize=[64, 64])
+        pipe.set_outputs(fn.gaussian_blur(images, kernel_size=[3, 3], device="gpu"), labels)
+    with pytest.raises(ValueError, match='cannot run on stage "gpu"'):
+        pipe.build()
+
+
+def test_mixed_stage_is_refused_until_device_decode_exists(train_root):
+    pipe = Pipeline(batch_size=2)
+    with pipe:
+        files, labels = fn.file_reader(file_root=str(train_root))
+        pipe.set_outputs(fn.image_decoder(files, output_type="rgb", resize=[64, 64], device="mixed"), labels)
+    with pytest.raises(ValueError, match='stage "mixed"'):
+        pipe.build()
+
+
+def _epochs(pipe, epochs):
+    out = []
+    for _ in range(epochs):
+        for images, labels in pipe:
+            out.append((images.cpu(), labels.cpu()))
+    return out
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype,layout,crop", [("float32", "CHW", None), ("float16", "HWC", None),
+                                               ("bfloat16", "CHW", [128, 112]), ("uint8", "HWC", [128])])
+def test_gpu_stage_equals_cpu_stage_bit_for_bit(train_root, dtype, layout, crop):
+    cpu = _epochs(train_pipe(train_root, "cpu", dtype=dtype, layout=layout, crop=crop), 2)
+    gpu_pipe = train_pipe(train_root, "gpu", dtype=dtype, layout=layout, crop=crop)
+    first = next(iter(gpu_pipe))
+    assert first[0].is_cuda and first[1].is_cuda
+    gpu_pipe.reset(0)
+    gpu = _epochs(gpu_pipe, 2)
+    assert len(cpu) == len(gpu)
+    for (ci, cl), (gi, gl) in zip(cpu, gpu):
+        assert ci.dtype == gi.dtype and ci.shape == gi.shape
+        assert torch.equal(ci.view(torch.uint8) if ci.dtype == torch.bfloat16 else ci,
+                           gi.view(torch.uint8) if gi.dtype == torch.bfloat16 else gi)
+        assert torch.equal(cl, gl)
+    stats = gpu_pipe.stats()
+    assert stats["device_pool"]["bytes_allocated"] > 0
+
+
+@needs_gpu
+def test_batches_are_ordered_on_the_consumers_stream_and_reused_after_it(train_root):
+    # The consumer's stream is busy (a long sleep kernel) when each batch is handed out; it
+    # reads the batch after the sleep and drops it at once, while the pipeline prefetches into
+    # recycled memory. Each copy must equal the cpu stage's batch.
+    ref = _epochs(train_pipe(train_root, "cpu", batch_size=4), 3)
+    pipe = train_pipe(train_root, "gpu", batch_size=4)
+    side = torch.cuda.Stream()
+    copies = []
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            for images, labels in pipe:
+                torch.cuda._sleep(20_000_000)  # ~10 ms of GPU time before the read
+                copies.append((images.clone(), labels.clone()))
+                del images, labels
+    torch.cuda.synchronize()
+    assert len(copies) == len(ref)
+    for (gi, gl), (ci, cl) in zip(copies, ref):
+        assert torch.equal(gi.cpu(), ci) and torch.equal(gl.cpu(), cl)
+
+
+@needs_gpu
+def test_device_and_pinned_memory_are_flat_across_epochs(train_root):
+    pipe = train_pipe(train_root, "gpu", batch_size=8)
+    seen = []
+    for epoch in range(10):
+        for images, labels in pipe:
+            images.float().mean().item()
+        torch.cuda.synchronize()
+        s = pipe.stats()
+        seen.append((s["device_pool"]["bytes_allocated"], s["pool"]["bytes_allocated"]))
+    assert seen[2:] == [seen[2]] * (len(seen) - 2), seen
+
+
+@needs_gpu
+def test_early_stop_and_batches_outliving_their_pipeline(train_root):
+    pipe = train_pipe(train_root, "gpu", batch_size=4)
+    it = iter(pipe)
+    images, labels = next(it)
+    want = images.cpu().clone()
+    pipe.close()
+    del pipe, it
+    gc.collect()
+    torch.cuda.synchronize()
+    assert torch.equal(images.cpu(), want)
+
+
+@needs_gpu
+def test_loader_device_cuda_runs_the_tail_on_the_gpu(train_root):
+    t = T.Compose([T.RandomResizedCrop(160), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
+    ds = torchvision.datasets.ImageFolder(str(train_root), t)
+    cpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2)
+    gpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2, device="cuda")
+    assert cpu.native and gpu.native, (cpu.fallback_reason, gpu.fallback_reason)
+    assert gpu.gpu_ops == ["crop_mirror_normalize"], gpu.native_notes
+    for epoch in range(2):
+        for (ci, cl), (gi, gl) in zip(cpu, gpu):
+            assert gi.is_cuda and gl.is_cuda
+            assert torch.equal(ci, gi.cpu()) and torch.equal(cl, gl.cpu())
