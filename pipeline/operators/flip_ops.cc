@@ -1,5 +1,9 @@
 // Layout operators: flip, random_flip, transpose.
+//
+// flip and random_flip also run on the gpu stage (run_batch: one device flip per sample), with
+// the flags drawn per sample by the same function as on the cpu stage.
 #include "pipeline/kernels/crop.h"
+#include "pipeline/kernels/cuda/geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
@@ -7,43 +11,62 @@
 namespace hdl {
 namespace {
 
-Status flip_into(SampleIO& io, bool horizontal, bool vertical) {
-  const ConstTensorView& in = io.input(0);
-  HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, in.dtype, Layout::kHWC));
-  return kernels::flip(in, out, horizontal, vertical);
-}
+struct Flips {
+  bool horizontal = false, vertical = false;
+};
 
-class FlipOp final : public Operator {
+// flip and random_flip: the per-sample flags (flips()) are the only difference; run() and
+// run_batch() both take them from there, so the two stages cannot disagree.
+template <typename Derived>
+class FlipBase : public Operator {
  public:
-  explicit FlipOp(const NodeSpec& n) : horizontal_(n.get_int("horizontal") != 0), vertical_(n.get_int("vertical") != 0) {}
-
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
     ops::require_hwc(in[0], {});
     return {in[0]};
   }
 
   Status run(SampleIO& io) const override {
-    return flip_into(io, ops::flag_arg(io, "horizontal", horizontal_), ops::flag_arg(io, "vertical", vertical_));
+    const Flips f = derived().flips(io);
+    const ConstTensorView& in = io.input(0);
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, in.dtype, Layout::kHWC));
+    return kernels::flip(in, out, f.horizontal, f.vertical);
+  }
+
+  Status run_batch(BatchIO& io) const override {
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const Flips f = derived().flips(io.sample_io(s));
+      const ConstTensorView& in = io.input(0, s);
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, in.shape, in.dtype, Layout::kHWC));
+      HDL_RETURN_IF_ERROR(kernels::cuda::flip(in, out, f.horizontal, f.vertical, io.stream()));
+    }
+    return Status::ok();
+  }
+
+ private:
+  const Derived& derived() const { return static_cast<const Derived&>(*this); }
+};
+
+class FlipOp final : public FlipBase<FlipOp> {
+ public:
+  explicit FlipOp(const NodeSpec& n) : horizontal_(n.get_int("horizontal") != 0), vertical_(n.get_int("vertical") != 0) {}
+
+  Flips flips(SampleIO& io) const {
+    return {ops::flag_arg(io, "horizontal", horizontal_), ops::flag_arg(io, "vertical", vertical_)};
   }
 
  private:
   bool horizontal_, vertical_;
 };
 
-class RandomFlipOp final : public Operator {
+class RandomFlipOp final : public FlipBase<RandomFlipOp> {
  public:
   explicit RandomFlipOp(const NodeSpec& n)
       : probability_(n.get_float("probability")), horizontal_(n.get_string("direction") == "horizontal") {}
 
-  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
-    ops::require_hwc(in[0], {});
-    return {in[0]};
-  }
-
-  Status run(SampleIO& io) const override {
+  Flips flips(SampleIO& io) const {
     // torchvision: `if torch.rand(1) < p: flip`.
     const bool flip = io.rng().uniform() < probability_;
-    return flip_into(io, flip && horizontal_, flip && !horizontal_);
+    return {flip && horizontal_, flip && !horizontal_};
   }
 
  private:
@@ -97,7 +120,9 @@ OpSchema flip_schema() {
       {"horizontal", ArgType::kInt, ArgValue(1), "1: flip left-right, 0: not", in_range(0, 1), true},
       {"vertical", ArgType::kInt, ArgValue(0), "1: flip up-down, 0: not", in_range(0, 1), true},
   };
+  s.stages = {Stage::kCpu, Stage::kDevice};
   s.create = [](const NodeSpec& n) { return std::make_unique<FlipOp>(n); };
+  s.create_device = s.create;
   return s;
 }
 
@@ -113,7 +138,9 @@ OpSchema random_flip_schema() {
       {"probability", ArgType::kFloat, ArgValue(0.5), "probability of flipping", in_range(0, 1)},
       {"direction", ArgType::kString, ArgValue("horizontal"), "horizontal or vertical", one_of({"horizontal", "vertical"})},
   };
+  s.stages = {Stage::kCpu, Stage::kDevice};
   s.create = [](const NodeSpec& n) { return std::make_unique<RandomFlipOp>(n); };
+  s.create_device = s.create;
   return s;
 }
 

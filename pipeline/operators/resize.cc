@@ -1,5 +1,6 @@
 // resize: torchvision-compatible resizing of HWC images.
 #include "pipeline/errors.h"
+#include "pipeline/kernels/cuda/resize.h"
 #include "pipeline/kernels/resize.h"
 #include "pipeline/operator.h"
 #include "pipeline/registry.h"
@@ -12,6 +13,8 @@ struct ResizeState final : OpState {
   kernels::ResizeWorkspace workspace;
 };
 
+// On the gpu stage: the device twin of the kernel (bit-identical results, docs/CUDA.md), one
+// sample after another on the stage's stream; the output of size [h, w] is one dense batch.
 class ResizeOp final : public Operator {
  public:
   explicit ResizeOp(const NodeSpec& n) : size_(n.get_ints("size")) {
@@ -67,7 +70,9 @@ OpSchema resize_schema() {
        one_of({"nearest", "bilinear", "bicubic", "box", "lanczos"})},
       {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling, as torchvision antialias=True and PIL"},
   };
+  s.stages = {Stage::kCpu, Stage::kDevice};
   s.create = [](const NodeSpec& n) { return std::make_unique<ResizeOp>(n); };
+  s.create_device = s.create;  // run() on the cpu stage, run_batch() on the gpu stage
   return s;
 }
 

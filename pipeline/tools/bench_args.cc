@@ -24,7 +24,9 @@ options:
   --epochs N         epochs to run (1)
   --iterations N     run N batches instead (crossing epoch boundaries)
   --warmup N         first N batches are left out of the throughput (1)
-  --device D         where batches go: cpu (accelerators need a backend build)
+  --device D         cpu, or cuda[:N]: the named pipelines normalise on the gpu stage (and, with
+                     --no-dct-scaling, resize there too), a JSON spec's gpu nodes run on cuda:N;
+                     each batch is waited for on the host (the consumer here has no model)
   --dtype T          image output dtype: float32, float16, bfloat16, uint8 (float32)
   --layout L         image output layout: CHW or HWC (CHW)
   --seed N           shuffling and augmentation seed (0)
@@ -72,7 +74,11 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     else if (arg == "--epochs") a.epochs = static_cast<int>(number(1));
     else if (arg == "--iterations") a.iterations = number(1);
     else if (arg == "--warmup") a.warmup = number(0);
-    else if (arg == "--device") a.device = text();
+    else if (arg == "--device") {
+      a.device = text();
+      if (a.device != "cpu" && a.device != "cuda" && a.device.rfind("cuda:", 0) != 0)
+        fail("--device must be cpu, cuda or cuda:N, got \"" + a.device + "\"");
+    }
     else if (arg == "--dtype") a.dtype = text(), a.dtype_given = true;
     else if (arg == "--layout") a.layout = text(), a.dtype_given = true;
     else if (arg == "--seed") a.seed = static_cast<uint64_t>(number(0));

@@ -42,14 +42,20 @@ PipelineSpec named_spec(const BenchArgs& a) {
     spec.set_outputs({images[0], files[1]});
     return spec;
   }
+  // --device cuda: normalise (flip, layout, dtype) on the gpu stage; in exact mode
+  // (--no-dct-scaling) RandomResizedCrop's resize too, so CPU threads only decode the window.
+  const bool gpu = a.device != "cpu";
+  const Stage tail = gpu ? Stage::kDevice : Stage::kCpu;
   if (a.pipeline == "resnet-train") {
     // torchvision RandomResizedCrop(size) fused into the decode: only the window is decoded.
-    auto images = spec.add("image_decoder", {files[0]},
-                           {{"output_type", "rgb"}, {"random_crop", "resized"}, {"resize", std::vector<int64_t>{s, s}},
-                            {"dct_scaling", a.dct_scaling}, {"index_cache_mb", a.jpeg_index_mb}},
-                           {}, "decode");
+    const bool gpu_resize = gpu && !a.dct_scaling;
+    PipelineSpec::Args dargs = {{"output_type", "rgb"}, {"random_crop", "resized"}, {"dct_scaling", a.dct_scaling},
+                                {"index_cache_mb", a.jpeg_index_mb}};
+    if (!gpu_resize) dargs.emplace_back("resize", std::vector<int64_t>{s, s});
+    auto images = spec.add("image_decoder", {files[0]}, dargs, {}, "decode");
+    if (gpu_resize) images = spec.add("resize", {images[0]}, {{"size", std::vector<int64_t>{s, s}}}, {}, "resize", tail);
     auto coin = spec.add("coin_flip", {}, {{"probability", 0.5}}, {}, "flip_coin");
-    auto out = spec.add("crop_mirror_normalize", {images[0]}, normalize_args(a), {{"mirror", coin[0]}}, "normalize");
+    auto out = spec.add("crop_mirror_normalize", {images[0]}, normalize_args(a), {{"mirror", coin[0]}}, "normalize", tail);
     spec.set_outputs({out[0], files[1]});
     return spec;
   }
@@ -59,7 +65,7 @@ PipelineSpec named_spec(const BenchArgs& a) {
                            {{"output_type", "rgb"}, {"resize", std::vector<int64_t>{a.resize}}, {"center_crop", std::vector<int64_t>{s, s}},
                             {"dct_scaling", a.dct_scaling}, {"index_cache_mb", a.jpeg_index_mb}},
                            {}, "decode");
-    auto out = spec.add("crop_mirror_normalize", {images[0]}, normalize_args(a), {}, "normalize");
+    auto out = spec.add("crop_mirror_normalize", {images[0]}, normalize_args(a), {}, "normalize", tail);
     spec.set_outputs({out[0], files[1]});
     return spec;
   }

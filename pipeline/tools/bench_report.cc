@@ -130,6 +130,9 @@ std::string text_report(const BenchResult& r) {
   line("batch", s.batch, false);
   line("copy", s.copy, false);
   t += format("  consumer waited %.2f s of %.2f s\n", r.stats.consumer_wait_seconds, r.total_s);
+  if (r.stats.device_pool.bytes_allocated > 0)
+    t += format("  memory: %.1f MB pinned host, %.1f MB device (pools; the copy line is the wait for device batches)\n",
+                double(r.stats.pool.bytes_allocated) / 1e6, double(r.stats.device_pool.bytes_allocated) / 1e6);
   for (const OperatorStats& op : r.stats.operators) {
     t += format("    %-12s %-22s %8llu samples %8.1f us/sample\n", op.name.c_str(), op.op.c_str(),
                 static_cast<unsigned long long>(op.samples), op.samples ? op.seconds * 1e6 / double(op.samples) : 0.0);
@@ -206,6 +209,8 @@ std::string json_report(const BenchResult& r) {
   j["recent_errors"] = r.stats.recent_errors;
   j["pool"] = {{"acquires", r.stats.pool.acquires}, {"allocations", r.stats.pool.allocations},
                {"bytes_allocated", r.stats.pool.bytes_allocated}};
+  j["device_pool"] = {{"acquires", r.stats.device_pool.acquires}, {"allocations", r.stats.device_pool.allocations},
+                      {"bytes_allocated", r.stats.device_pool.bytes_allocated}};
   return j.dump(2) + "\n";
 }
 

@@ -39,6 +39,7 @@ from torch.utils.data import BatchSampler, DataLoader
 from torch.utils.data._utils.collate import default_collate
 
 from ._transforms import Unsupported, image_graph, post_collate, unwrap_dataset, views_of
+from ._graph import collect
 from .pipeline import Pipeline
 from . import _C, fn
 
@@ -94,17 +95,35 @@ _GPU_OPS: Optional[frozenset] = None
 
 def _gpu_tail(outputs: List[Any]) -> List[str]:
     """Moves the operators at the end of each output's chain that have a gpu-stage
-    implementation (crop_mirror_normalize, ...) to the gpu stage; returns their names."""
+    implementation (crop_mirror_normalize, resize, ...) to the gpu stage; returns their names.
+    A decoder's fused RandomResizedCrop resize becomes a gpu resize (the decoder then hands
+    over the window at full scale: the same pixels, as both resize kernels are the same), so
+    the CPU threads only decode."""
     global _GPU_OPS
     if _GPU_OPS is None:
         _GPU_OPS = frozenset(s["name"] for s in _C.schemas() if "gpu" in s["stages"])
+    readers: Dict[int, int] = {}  # node uid -> how many nodes read it
+    for n in collect(outputs):
+        for up in n.upstream():
+            readers[up.uid] = readers.get(up.uid, 0) + 1
     moved: List[str] = []
     for d in outputs:
         n = d.node
         while n.op in _GPU_OPS and n.stage == "cpu" and len(n.inputs) == 1:
             n.stage = "gpu"
             moved.append(n.op)
-            n = n.inputs[0].node
+            up = n.inputs[0]
+            dec = up.node
+            size = dec.args.get("resize") or ()
+            if (dec.op == "image_decoder" and dec.stage == "cpu" and readers.get(dec.uid) == 1
+                    and dec.args.get("random_crop") == "resized" and len(size) == 2
+                    and dec.args.get("dct_scaling") is False):
+                del dec.args["resize"]
+                n.inputs[0] = fn.resize(up, size=list(size), interpolation=dec.args.get("interpolation", "bilinear"),
+                                        antialias=dec.args.get("antialias", True), device="gpu")
+                moved.append("resize")
+                break
+            n = dec
     return moved
 
 

@@ -150,8 +150,29 @@ def test_loader_device_cuda_runs_the_tail_on_the_gpu(train_root):
     cpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2)
     gpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2, device="cuda")
     assert cpu.native and gpu.native, (cpu.fallback_reason, gpu.fallback_reason)
-    assert gpu.gpu_ops == ["crop_mirror_normalize"], gpu.native_notes
+    assert gpu.gpu_ops == ["crop_mirror_normalize", "resize"], gpu.native_notes
     for epoch in range(2):
         for (ci, cl), (gi, gl) in zip(cpu, gpu):
             assert gi.is_cuda and gl.is_cuda
             assert torch.equal(ci, gi.cpu()) and torch.equal(cl, gl.cpu())
+
+
+@needs_gpu
+@pytest.mark.parametrize("size,interpolation", [([160, 160], "bilinear"), ([128, 144], "bicubic"),
+                                                ([96, 96], "nearest"), ([112, 112], "box"), ([120, 120], "lanczos"),
+                                                ([100], "bilinear")])
+def test_gpu_resize_equals_cpu_resize(train_root, size, interpolation):
+    def pipe(stage):
+        p = Pipeline(batch_size=6, num_threads=2, seed=5, device="cuda" if stage == "gpu" else "cpu")
+        with p:
+            files, labels = fn.file_reader(file_root=str(train_root), shuffle=True)
+            images = fn.image_decoder(files, output_type="rgb", random_crop="resized")
+            p.set_outputs(fn.resize(images, size=size, interpolation=interpolation, device=stage), labels)
+        return p
+    cpu, gpu = pipe("cpu"), pipe("gpu")
+    for (ci, cl), (gi, gl) in zip(cpu, gpu):
+        if isinstance(ci, list):  # [s]: sizes differ per image
+            assert len(ci) == len(gi) and all(g.is_cuda and torch.equal(c, g.cpu()) for c, g in zip(ci, gi))
+        else:
+            assert gi.is_cuda and torch.equal(ci, gi.cpu())
+        assert torch.equal(cl, gl.cpu())
