@@ -16,7 +16,7 @@ for tool in memcheck racecheck synccheck; do
     --gtest_filter='PipelineGpuTest.GpuStage*:PipelineGpuTest.Released*' > "$logs/$tool.log" 2>&1
   echo "compute-sanitizer $tool: rc $? $(grep -E 'ERROR SUMMARY' "$logs/$tool.log" | tail -1)"
 done
-timeout 400 python3 -m pytest tests/python/test_gpu_stage.py tests/python/test_gpu_ops.py -q > "$logs/pytest_gpu.log" 2>&1
+timeout 400 python3 -m pytest $(ls tests/python/test_gpu_*.py) -q > "$logs/pytest_gpu.log" 2>&1
 echo "pytest gpu: $(tail -1 "$logs/pytest_gpu.log")"
 timeout 300 python3 tests/python/bench_gpu.py --root "$train" --files 7200 --epochs 5 > "$logs/bench_gpu.log" 2>&1
 tail -4 "$logs/bench_gpu.log"
