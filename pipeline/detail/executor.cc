@@ -164,6 +164,7 @@ Status Executor::Core::run_sample(Job& job, int64_t slot, const SampleInfo& info
   SampleRun io(*this, job, slot, ws, info);
   const auto& nodes = graph.nodes();
   for (size_t n = 0; n < nodes.size(); ++n) {
+    if (nodes[n].spec.stage != Stage::kCpu) continue;  // the device stage runs those per batch
     io.begin(static_cast<int>(n));
     const auto t0 = Clock::now();
     Status st;

@@ -45,6 +45,18 @@ class ResizeOp final : public Operator {
     return kernels::resize(in, out, options_, static_cast<ResizeState*>(io.state())->workspace);
   }
 
+  // The gpu stage: the device twin of the kernel (bit-identical, docs/CUDA.md), one sample
+  // after another on the stage's stream; a [h, w] output is one dense batch.
+  Status run_batch(BatchIO& io) const override {
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& in = io.input(0, s);
+      const kernels::SizeHW out_size = kernels::resize_output_size({in.shape[0], in.shape[1]}, size_, max_size_);
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, Shape{out_size.h, out_size.w, in.shape[2]}, in.dtype, Layout::kHWC));
+      HDL_RETURN_IF_ERROR(kernels::cuda::resize(in, out, options_, io.workspace(), io.stream()));
+    }
+    return Status::ok();
+  }
+
   std::unique_ptr<OpState> make_state() const override { return std::make_unique<ResizeState>(); }
 
  private:

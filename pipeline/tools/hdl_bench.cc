@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "media/cuda/runtime.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/tools/bench_args.h"
 #include "pipeline/tools/bench_pipelines.h"
@@ -80,6 +81,10 @@ int run(const BenchArgs& args) {
     } catch (const std::exception&) {
       throw ConfigError("--device " + args.device + ": expected cuda:N");
     }
+  }
+  if (args.device != "cpu") {
+    if (Status st = cuda::require_device(Device::cuda(options.device_id)); !st.is_ok())
+      throw ConfigError("--device " + args.device + ": " + st.message());
   }
 
   BenchResult r;
