@@ -1,10 +1,15 @@
 // color_jitter: torchvision ColorJitter (random order, random factors) on HWC uint8 images.
+//
+// Also on the gpu stage (run_batch: the device twins of the four adjustments, per sample), with
+// each sample's draws made by the same member function as on the cpu stage.
 #include "pipeline/operators/color_jitter.h"
 
 #include <cmath>
 #include <limits>
 
 #include "pipeline/kernels/color.h"
+#include "pipeline/kernels/cuda/color.h"
+#include "pipeline/kernels/cuda/geometry.h"
 #include "pipeline/operators/decode_geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
@@ -62,6 +67,27 @@ Status apply_color_jitter(const ColorJitterDraw& draw, const ConstTensorView& sr
 
 namespace {
 
+// apply_color_jitter on the device: the same steps in the same order, the first from `src`
+// into `dst`, the others in place; a device copy when all are off.
+Status apply_color_jitter_device(const ColorJitterDraw& draw, const ConstTensorView& src, const TensorView& dst,
+                                 kernels::cuda::DeviceWorkspace& workspace, hdl::cuda::Stream& stream) {
+  bool first = true;
+  for (int k : draw.order) {
+    if (!draw.factor[k]) continue;
+    const ConstTensorView from = first ? src : ConstTensorView(dst);
+    const double f = *draw.factor[k];
+    switch (k) {
+      case 0: HDL_RETURN_IF_ERROR(kernels::cuda::adjust_brightness(from, dst, f, stream)); break;
+      case 1: HDL_RETURN_IF_ERROR(kernels::cuda::adjust_contrast(from, dst, f, workspace, stream)); break;
+      case 2: HDL_RETURN_IF_ERROR(kernels::cuda::adjust_saturation(from, dst, f, stream)); break;
+      default: HDL_RETURN_IF_ERROR(kernels::cuda::adjust_hue(from, dst, f, stream)); break;
+    }
+    first = false;
+  }
+  if (first) return kernels::cuda::crop(src, 0, 0, dst, stream);
+  return Status::ok();
+}
+
 class ColorJitterOp final : public Operator {
  public:
   explicit ColorJitterOp(const NodeSpec& n) : probability_(n.get_float("probability")) {
@@ -76,17 +102,35 @@ class ColorJitterOp final : public Operator {
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
-    // RandomApply([ColorJitter(...)], p): the apply draw first, then (if applied) the jitter's own.
-    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
+    HDL_ASSIGN_OR_RETURN(const std::optional<ColorJitterDraw> d, draw(io));
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, DType::kU8, Layout::kHWC));
-    if (!apply) {
+    if (!d) {
       copy(in, out);
       return Status::ok();
     }
-    return apply_color_jitter(draw_color_jitter(ranges_, io.rng()), in, out);
+    return apply_color_jitter(*d, in, out);
+  }
+
+  Status run_batch(BatchIO& io) const override {
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& in = io.input(0, s);
+      HDL_ASSIGN_OR_RETURN(const std::optional<ColorJitterDraw> d, draw(io.sample_io(s)));
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, in.shape, DType::kU8, Layout::kHWC));
+      // A skipped sample is a draw with every adjustment off: a copy.
+      HDL_RETURN_IF_ERROR(apply_color_jitter_device(d ? *d : ColorJitterDraw{}, in, out, io.workspace(), io.stream()));
+    }
+    return Status::ok();
   }
 
  private:
+  // Both stages. RandomApply([ColorJitter(...)], p): the apply draw first, then (if applied)
+  // the jitter's own; nullopt: skipped.
+  Result<std::optional<ColorJitterDraw>> draw(SampleIO& io) const {
+    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
+    if (!apply) return std::optional<ColorJitterDraw>();
+    return std::optional<ColorJitterDraw>(draw_color_jitter(ranges_, io.rng()));
+  }
+
   ColorJitterRanges ranges_;
   double probability_;
 };
@@ -115,7 +159,9 @@ OpSchema color_jitter_schema() {
       jitter_arg("hue", "[] off, [h] (0 <= h <= 0.5) or [low, high] within [-0.5, 0.5]"),
       ops::probability_arg(1.0),
   };
+  s.stages = {Stage::kCpu, Stage::kDevice};
   s.create = [](const NodeSpec& n) { return std::make_unique<ColorJitterOp>(n); };
+  s.create_device = s.create;
   return s;
 }
 

@@ -1,7 +1,15 @@
 // Colour operators: color_space_conversion, grayscale, solarize, brightness, contrast, saturation, hue.
+//
+// All but solarize also run on the gpu stage (run_batch: the device kernels of
+// pipeline/kernels/cuda/color.h, one sample at a time), with each sample's arguments and
+// random draws taken by the same member function as on the cpu stage. color_space_conversion
+// converts between rgb, bgr and gray there (ycbcr has no device kernel yet).
+#include <optional>
 #include <type_traits>
 
 #include "pipeline/kernels/color.h"
+#include "pipeline/kernels/cuda/color.h"
+#include "pipeline/kernels/cuda/geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
@@ -29,25 +37,31 @@ View reversed_channels(View v) {
   return v;
 }
 
+// A device copy (a crop at the origin of the same size): a skipped sample, or from == to.
+Status device_copy(const ConstTensorView& in, const TensorView& out, hdl::cuda::Stream& stream) {
+  return kernels::cuda::crop(in, 0, 0, out, stream);
+}
+
 struct ScratchState final : OpState {
   std::vector<uint8_t> rgb;  // an intermediate RGB image
 };
 
 class ColorSpaceConversionOp final : public Operator {
  public:
-  explicit ColorSpaceConversionOp(const NodeSpec& n)
-      : from_(parse_space(n.get_string("image_type"))), to_(parse_space(n.get_string("output_type"))) {}
+  ColorSpaceConversionOp(const NodeSpec& n, bool device)
+      : device_(device), from_(parse_space(n.get_string("image_type"))), to_(parse_space(n.get_string("output_type"))) {}
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
     ops::require_hwc(in[0], {DType::kU8}, {channels_of(from_)});
+    if (device_ && from_ != to_ && (from_ == ColorSpace::kYCbCr || to_ == ColorSpace::kYCbCr))
+      throw ConfigError("on the gpu stage the colour spaces are rgb, bgr and gray (ycbcr runs on the cpu stage)");
     return {ops::hwc_spec(DType::kU8, ops::dim(in[0], 0), ops::dim(in[0], 1), channels_of(to_))};
   }
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
-    if (in.shape[2] != channels_of(from_))
-      return Status::invalid_argument("input has " + std::to_string(in.shape[2]) + " channels");
-    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{in.shape[0], in.shape[1], channels_of(to_)}, DType::kU8, Layout::kHWC));
+    HDL_ASSIGN_OR_RETURN(const Shape shape, out_shape(in.shape));
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, shape, DType::kU8, Layout::kHWC));
     if (from_ == to_) {
       copy(in, out);
       return Status::ok();
@@ -56,9 +70,40 @@ class ColorSpaceConversionOp final : public Operator {
     return from_rgb(rgb, out);
   }
 
+  // rgb <-> bgr swap channels; to gray reads the input as rgb (bgr through a reversed-channel
+  // view); from gray the grayscale kernel repeats the one channel, as the cpu's two steps do.
+  Status run_batch(BatchIO& io) const override {
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& in = io.input(0, s);
+      HDL_ASSIGN_OR_RETURN(const Shape shape, out_shape(in.shape));
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, shape, DType::kU8, Layout::kHWC));
+      hdl::cuda::Stream& stream = io.stream();
+      Status st;
+      if (from_ == to_) {
+        st = device_copy(in, out, stream);
+      } else if (from_ == ColorSpace::kGray) {
+        st = kernels::cuda::rgb_to_grayscale(in, out, stream);
+      } else if (to_ == ColorSpace::kGray) {
+        st = kernels::cuda::rgb_to_grayscale(from_ == ColorSpace::kBgr ? reversed_channels(in) : in, out, stream);
+      } else if (from_ != ColorSpace::kYCbCr && to_ != ColorSpace::kYCbCr) {
+        st = kernels::cuda::swap_red_blue(in, out, stream);  // rgb <-> bgr
+      } else {
+        st = Status::internal("ycbcr on the gpu stage");  // refused by infer_outputs
+      }
+      HDL_RETURN_IF_ERROR(st);
+    }
+    return Status::ok();
+  }
+
   std::unique_ptr<OpState> make_state() const override { return std::make_unique<ScratchState>(); }
 
  private:
+  // Both stages: the channel check and the output's shape.
+  Result<Shape> out_shape(const Shape& in) const {
+    if (in[2] != channels_of(from_)) return Status::invalid_argument("input has " + std::to_string(in[2]) + " channels");
+    return Shape{in[0], in[1], channels_of(to_)};
+  }
+
   // The input as RGB: a view for rgb/bgr, else converted into `scratch`.
   Result<ConstTensorView> as_rgb(const ConstTensorView& in, std::vector<uint8_t>& scratch) const {
     if (from_ == ColorSpace::kRgb) return in;
@@ -80,6 +125,7 @@ class ColorSpaceConversionOp final : public Operator {
     return Status::internal("unknown colour space");
   }
 
+  bool device_;
   ColorSpace from_, to_;
 };
 
@@ -100,20 +146,41 @@ class GrayscaleOp final : public Operator {
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
-    const int64_t c = channels_ ? channels_ : in.shape[2];
-    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
-    if (!apply && c != in.shape[2])
-      return Status::invalid_argument("a skipped sample has " + std::to_string(in.shape[2]) +
-                                      " channels, not num_output_channels " + std::to_string(c));
-    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{in.shape[0], in.shape[1], c}, DType::kU8, Layout::kHWC));
-    if (!apply) {
+    HDL_ASSIGN_OR_RETURN(const Draw d, draw(io, in.shape));
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, d.shape, DType::kU8, Layout::kHWC));
+    if (!d.apply) {
       copy(in, out);
       return Status::ok();
     }
     return kernels::rgb_to_grayscale(in, out);
   }
 
+  Status run_batch(BatchIO& io) const override {
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& in = io.input(0, s);
+      HDL_ASSIGN_OR_RETURN(const Draw d, draw(io.sample_io(s), in.shape));
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, d.shape, DType::kU8, Layout::kHWC));
+      HDL_RETURN_IF_ERROR(d.apply ? kernels::cuda::rgb_to_grayscale(in, out, io.stream())
+                                  : device_copy(in, out, io.stream()));
+    }
+    return Status::ok();
+  }
+
  private:
+  struct Draw {
+    bool apply = true;
+    Shape shape;  // of the output
+  };
+  // Both stages: RandomGrayscale's draw, and the output's shape.
+  Result<Draw> draw(SampleIO& io, const Shape& in) const {
+    const int64_t c = channels_ ? channels_ : in[2];
+    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
+    if (!apply && c != in[2])
+      return Status::invalid_argument("a skipped sample has " + std::to_string(in[2]) +
+                                      " channels, not num_output_channels " + std::to_string(c));
+    return Draw{apply, Shape{in[0], in[1], c}};
+  }
+
   int64_t channels_;  // 0: as the input
   double probability_;
   bool may_skip_;
@@ -144,12 +211,16 @@ class SolarizeOp final : public Operator {
 };
 
 using AdjustFn = Status (*)(const ConstTensorView&, const TensorView&, double);
+// The device twin; the workspace is adjust_contrast's (the others ignore it).
+using DeviceAdjustFn = Status (*)(const ConstTensorView&, const TensorView&, double, kernels::cuda::DeviceWorkspace&,
+                                  hdl::cuda::Stream&);
 
 // brightness, contrast, saturation, hue: one kernel and a per-sample factor.
 class AdjustOp final : public Operator {
  public:
-  AdjustOp(const NodeSpec& n, AdjustFn fn, double lo, double hi)
-      : fn_(fn), factor_(n.get_float("factor")), lo_(lo), hi_(hi), probability_(n.get_float("probability")) {}
+  AdjustOp(const NodeSpec& n, AdjustFn fn, DeviceAdjustFn device_fn, double lo, double hi)
+      : fn_(fn), device_fn_(device_fn), factor_(n.get_float("factor")), lo_(lo), hi_(hi),
+        probability_(n.get_float("probability")) {}
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
     ops::require_hwc(in[0], {DType::kU8}, {1, 3});
@@ -158,22 +229,40 @@ class AdjustOp final : public Operator {
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
-    HDL_ASSIGN_OR_RETURN(double f, ops::float_arg(io, "factor", factor_, lo_, hi_));
-    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
+    HDL_ASSIGN_OR_RETURN(const std::optional<double> f, draw(io));
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, DType::kU8, Layout::kHWC));
-    if (!apply) {
+    if (!f) {
       copy(in, out);
       return Status::ok();
     }
-    return fn_(in, out, f);
+    return fn_(in, out, *f);
+  }
+
+  Status run_batch(BatchIO& io) const override {
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& in = io.input(0, s);
+      HDL_ASSIGN_OR_RETURN(const std::optional<double> f, draw(io.sample_io(s)));
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, in.shape, DType::kU8, Layout::kHWC));
+      HDL_RETURN_IF_ERROR(f ? device_fn_(in, out, *f, io.workspace(), io.stream()) : device_copy(in, out, io.stream()));
+    }
+    return Status::ok();
   }
 
  private:
+  // Both stages: the sample's factor (checked), then the apply draw; nullopt: skipped.
+  Result<std::optional<double>> draw(SampleIO& io) const {
+    HDL_ASSIGN_OR_RETURN(double f, ops::float_arg(io, "factor", factor_, lo_, hi_));
+    HDL_ASSIGN_OR_RETURN(const bool apply, ops::apply_draw(io, probability_));
+    return apply ? std::optional<double>(f) : std::nullopt;
+  }
+
   AdjustFn fn_;
+  DeviceAdjustFn device_fn_;
   double factor_, lo_, hi_, probability_;
 };
 
-OpSchema adjust_schema(const char* name, const char* doc, AdjustFn fn, double dflt, double lo, double hi) {
+OpSchema adjust_schema(const char* name, const char* doc, AdjustFn fn, DeviceAdjustFn device_fn, double dflt,
+                       double lo, double hi) {
   OpSchema s;
   s.name = name;
   s.doc = doc;
@@ -183,7 +272,9 @@ OpSchema adjust_schema(const char* name, const char* doc, AdjustFn fn, double df
              in_range(lo, hi), true},
             ops::probability_arg(1.0)};
   s.uses_randomness = true;  // only when probability is below 1
-  s.create = [fn, lo, hi](const NodeSpec& n) { return std::make_unique<AdjustOp>(n, fn, lo, hi); };
+  s.stages = {Stage::kCpu, Stage::kDevice};
+  s.create = [fn, device_fn, lo, hi](const NodeSpec& n) { return std::make_unique<AdjustOp>(n, fn, device_fn, lo, hi); };
+  s.create_device = s.create;
   return s;
 }
 
@@ -196,14 +287,17 @@ OpSchema color_space_conversion_schema() {
   OpSchema s;
   s.name = "color_space_conversion";
   s.doc = "Converts HWC uint8 images between rgb, bgr, gray (torchvision rgb_to_grayscale "
-          "weights, truncated) and ycbcr (BT.601 full range, as Pillow's \"YCbCr\" mode).";
+          "weights, truncated) and ycbcr (BT.601 full range, as Pillow's \"YCbCr\" mode). On the "
+          "gpu stage: rgb, bgr and gray only.";
   s.inputs = {{"images", "HWC uint8 in image_type"}};
   s.outputs = {{"images", "HWC uint8 in output_type"}};
   s.args = {
       {"image_type", ArgType::kString, ArgValue("rgb"), "input colour space: rgb, bgr, gray or ycbcr", one_of(kSpaces)},
       {"output_type", ArgType::kString, std::nullopt, "output colour space: rgb, bgr, gray or ycbcr", one_of(kSpaces)},
   };
-  s.create = [](const NodeSpec& n) { return std::make_unique<ColorSpaceConversionOp>(n); };
+  s.stages = {Stage::kCpu, Stage::kDevice};
+  s.create = [](const NodeSpec& n) { return std::make_unique<ColorSpaceConversionOp>(n, false); };
+  s.create_device = [](const NodeSpec& n) { return std::make_unique<ColorSpaceConversionOp>(n, true); };
   return s;
 }
 
@@ -221,7 +315,9 @@ OpSchema grayscale_schema() {
                return n == 0 || n == 1 || n == 3 ? "" : "must be 0, 1 or 3, got " + std::to_string(n);
              }},
             ops::probability_arg(1.0)};
+  s.stages = {Stage::kCpu, Stage::kDevice};
   s.create = [](const NodeSpec& n) { return std::make_unique<GrayscaleOp>(n); };
+  s.create_device = s.create;
   return s;
 }
 
@@ -242,22 +338,31 @@ OpSchema solarize_schema() {
 
 OpSchema brightness_schema() {
   return adjust_schema("brightness", "torchvision adjust_brightness on HWC uint8: clamp(factor * x), truncated.",
-                       kernels::adjust_brightness, 1.0, 0, kMaxFactor);
+                       kernels::adjust_brightness,
+                       [](const ConstTensorView& src, const TensorView& dst, double f, kernels::cuda::DeviceWorkspace&,
+                          hdl::cuda::Stream& stream) { return kernels::cuda::adjust_brightness(src, dst, f, stream); },
+                       1.0, 0, kMaxFactor);
 }
 
 OpSchema contrast_schema() {
   return adjust_schema("contrast", "torchvision adjust_contrast on HWC uint8: blend with the mean of the "
-                       "grayscale image.", kernels::adjust_contrast, 1.0, 0, kMaxFactor);
+                       "grayscale image.", kernels::adjust_contrast, kernels::cuda::adjust_contrast, 1.0, 0, kMaxFactor);
 }
 
 OpSchema saturation_schema() {
   return adjust_schema("saturation", "torchvision adjust_saturation on HWC uint8: blend each pixel with "
-                       "its grayscale value.", kernels::adjust_saturation, 1.0, 0, kMaxFactor);
+                       "its grayscale value.", kernels::adjust_saturation,
+                       [](const ConstTensorView& src, const TensorView& dst, double f, kernels::cuda::DeviceWorkspace&,
+                          hdl::cuda::Stream& stream) { return kernels::cuda::adjust_saturation(src, dst, f, stream); },
+                       1.0, 0, kMaxFactor);
 }
 
 OpSchema hue_schema() {
   return adjust_schema("hue", "torchvision adjust_hue on HWC uint8: shift the hue by factor (in "
-                       "[-0.5, 0.5]) turns.", kernels::adjust_hue, 0.0, -0.5, 0.5);
+                       "[-0.5, 0.5]) turns.", kernels::adjust_hue,
+                       [](const ConstTensorView& src, const TensorView& dst, double f, kernels::cuda::DeviceWorkspace&,
+                          hdl::cuda::Stream& stream) { return kernels::cuda::adjust_hue(src, dst, f, stream); },
+                       0.0, -0.5, 0.5);
 }
 
 }  // namespace hdl

@@ -1,5 +1,13 @@
-// Geometry operators on decoded images: crop, random_resized_crop, pad.
+// Geometry operators on decoded images: crop, random_crop, random_resized_crop, pad.
+//
+// crop, random_crop and pad also run on the gpu stage (a `device` flag; run_batch: one device
+// crop per sample, whose fill does constant padding), with each sample's window computed by
+// the same member function as on the cpu stage. Padding modes other than constant need the
+// cpu stage.
+#include <algorithm>
+
 #include "pipeline/kernels/crop.h"
+#include "pipeline/kernels/cuda/geometry.h"
 #include "pipeline/kernels/resize.h"
 #include "pipeline/operators/decode_geometry.h"
 #include "pipeline/operators/op_util.h"
@@ -11,6 +19,26 @@ namespace {
 
 const std::vector<std::string> kFilters = {"nearest", "bilinear", "bicubic", "box", "lanczos"};
 
+// The device crop kernel takes at most this many per-channel fill values.
+constexpr size_t kMaxDeviceFill = 16;
+
+void check_device_fill(bool device, const std::vector<double>& fill) {
+  if (device && fill.size() > kMaxDeviceFill)
+    throw ConfigError("on the gpu stage \"fill\" has at most " + std::to_string(kMaxDeviceFill) +
+                      " values (one per channel), got " + std::to_string(fill.size()));
+}
+
+void check_device_constant(bool device, kernels::PadMode mode) {
+  if (device && mode != kernels::PadMode::kConstant)
+    throw ConfigError("on the gpu stage \"padding_mode\" must be \"constant\" (edge, reflect and "
+                      "symmetric run on the cpu stage)");
+}
+
+// Top-left corner of a sample's window in its input (may be negative: fill from there).
+struct Corner {
+  int64_t top = 0, left = 0;
+};
+
 ArgSchema crop_pos_arg(const char* name, const char* axis) {
   return {name, ArgType::kFloat, ArgValue(0.5),
           std::string("relative ") + axis + " position of the window: 0 first, 1 last, 0.5 centred "
@@ -19,25 +47,43 @@ ArgSchema crop_pos_arg(const char* name, const char* axis) {
 
 class CropOp final : public Operator {
  public:
-  explicit CropOp(const NodeSpec& n)
-      : size_(*crop_size_arg(n.get_ints("crop"))), pos_x_(n.get_float("crop_pos_x")),
+  CropOp(const NodeSpec& n, bool device)
+      : device_(device), size_(*crop_size_arg(n.get_ints("crop"))), pos_x_(n.get_float("crop_pos_x")),
         pos_y_(n.get_float("crop_pos_y")), fill_(n.get_floats("fill")) {}
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
     ops::require_hwc(in[0], {});
     ops::check_fill(fill_, ops::dim(in[0], 2));
+    check_device_fill(device_, fill_);
     return {ops::hwc_spec(in[0].dtype, size_.h, size_.w, ops::dim(in[0], 2))};
   }
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
-    HDL_ASSIGN_OR_RETURN(double px, ops::float_arg(io, "crop_pos_x", pos_x_, 0, 1));
-    HDL_ASSIGN_OR_RETURN(double py, ops::float_arg(io, "crop_pos_y", pos_y_, 0, 1));
+    HDL_ASSIGN_OR_RETURN(const Corner at, corner(io, in.shape));
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{size_.h, size_.w, in.shape[2]}, in.dtype, Layout::kHWC));
-    return kernels::crop(in, crop_offset(in.shape[0], size_.h, py), crop_offset(in.shape[1], size_.w, px), out, fill_);
+    return kernels::crop(in, at.top, at.left, out, fill_);
+  }
+
+  Status run_batch(BatchIO& io) const override {
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& in = io.input(0, s);
+      HDL_ASSIGN_OR_RETURN(const Corner at, corner(io.sample_io(s), in.shape));
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, Shape{size_.h, size_.w, in.shape[2]}, in.dtype, Layout::kHWC));
+      HDL_RETURN_IF_ERROR(kernels::cuda::crop(in, at.top, at.left, out, io.stream(), fill_));
+    }
+    return Status::ok();
   }
 
  private:
+  // The window of a sample: both stages place it here.
+  Result<Corner> corner(SampleIO& io, const Shape& in) const {
+    HDL_ASSIGN_OR_RETURN(double px, ops::float_arg(io, "crop_pos_x", pos_x_, 0, 1));
+    HDL_ASSIGN_OR_RETURN(double py, ops::float_arg(io, "crop_pos_y", pos_y_, 0, 1));
+    return Corner{crop_offset(in[0], size_.h, py), crop_offset(in[1], size_.w, px)};
+  }
+
+  bool device_;
   SizeHW size_;
   double pos_x_, pos_y_;
   std::vector<double> fill_;
@@ -92,13 +138,15 @@ kernels::Padding parse_padding(const std::vector<int64_t>& p) {
 
 class PadOp final : public Operator {
  public:
-  explicit PadOp(const NodeSpec& n)
-      : padding_(parse_padding(n.get_ints("padding"))),
+  PadOp(const NodeSpec& n, bool device)
+      : device_(device), padding_(parse_padding(n.get_ints("padding"))),
         mode_(kernels::parse_pad_mode(n.get_string("padding_mode").c_str())), fill_(n.get_floats("fill")) {}
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
     ops::require_hwc(in[0], {});
     ops::check_fill(fill_, ops::dim(in[0], 2));
+    check_device_constant(device_, mode_);
+    check_device_fill(device_, fill_);
     const int64_t h = ops::dim(in[0], 0), w = ops::dim(in[0], 1);
     return {ops::hwc_spec(in[0].dtype, h < 0 ? -1 : h + padding_.top + padding_.bottom,
                           w < 0 ? -1 : w + padding_.left + padding_.right, ops::dim(in[0], 2))};
@@ -106,14 +154,36 @@ class PadOp final : public Operator {
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
-    const int64_t h = in.shape[0] + padding_.top + padding_.bottom;
-    const int64_t w = in.shape[1] + padding_.left + padding_.right;
-    if (h < 0 || w < 0) return Status::invalid_argument("padding crops away the whole image " + in.shape.to_string());
-    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{h, w, in.shape[2]}, in.dtype, Layout::kHWC));
+    HDL_ASSIGN_OR_RETURN(const Shape shape, padded_shape(in.shape));
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, shape, in.dtype, Layout::kHWC));
     return kernels::pad(in, padding_, mode_, out, fill_);
   }
 
+  // Constant padding is a crop whose window starts at (-top, -left); its fill pads.
+  Status run_batch(BatchIO& io) const override {
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& in = io.input(0, s);
+      HDL_ASSIGN_OR_RETURN(const Shape shape, padded_shape(in.shape));
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, shape, in.dtype, Layout::kHWC));
+      HDL_RETURN_IF_ERROR(kernels::cuda::crop(in, -padding_.top, -padding_.left, out, io.stream(), fill_));
+    }
+    return Status::ok();
+  }
+
  private:
+  // Both stages: the output's shape, or why this image cannot be padded so.
+  Result<Shape> padded_shape(const Shape& in) const {
+    const int64_t h = in[0] + padding_.top + padding_.bottom;
+    const int64_t w = in[1] + padding_.left + padding_.right;
+    if (h < 0 || w < 0) return Status::invalid_argument("padding crops away the whole image " + in.to_string());
+    // kernels::pad's rule: negative padding crops first, and may not remove more than the image.
+    if (std::max<int64_t>(-padding_.top, 0) + std::max<int64_t>(-padding_.bottom, 0) > in[0] ||
+        std::max<int64_t>(-padding_.left, 0) + std::max<int64_t>(-padding_.right, 0) > in[1])
+      return Status::invalid_argument("pad: cropped away the image");
+    return Shape{h, w, in[2]};
+  }
+
+  bool device_;
   kernels::Padding padding_;
   kernels::PadMode mode_;
   std::vector<double> fill_;
@@ -123,8 +193,8 @@ class PadOp final : public Operator {
 // uniformly (top first, then left, as get_params does).
 class RandomCropOp final : public Operator {
  public:
-  explicit RandomCropOp(const NodeSpec& n)
-      : size_(*crop_size_arg(n.get_ints("size"))), pad_if_needed_(n.get_bool("pad_if_needed")),
+  RandomCropOp(const NodeSpec& n, bool device)
+      : device_(device), size_(*crop_size_arg(n.get_ints("size"))), pad_if_needed_(n.get_bool("pad_if_needed")),
         mode_(kernels::parse_pad_mode(n.get_string("padding_mode").c_str())), fill_(n.get_floats("fill")) {
     const auto& p = n.get_ints("padding");
     if (!p.empty()) padding_ = parse_padding(p);
@@ -133,29 +203,20 @@ class RandomCropOp final : public Operator {
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
     ops::require_hwc(in[0], {});
     ops::check_fill(fill_, ops::dim(in[0], 2));
+    check_device_constant(device_, mode_);
+    check_device_fill(device_, fill_);
     return {ops::hwc_spec(in[0].dtype, size_.h, size_.w, ops::dim(in[0], 2))};
   }
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& img = io.input(0);
     const int64_t c = img.shape[2];
-    // torchvision pads twice: `padding`, then pad_if_needed's shortfall on both sides of the
-    // padded image. For reflections the two steps differ from one combined pad; for constant
-    // padding they do not, and the crop's fill does it without copying.
-    const kernels::Padding fixed = padding_;
-    const int64_t h1 = img.shape[0] + fixed.top + fixed.bottom, w1 = img.shape[1] + fixed.left + fixed.right;
-    kernels::Padding extra{};
-    if (pad_if_needed_ && w1 < size_.w) extra.left = extra.right = size_.w - w1;
-    if (pad_if_needed_ && h1 < size_.h) extra.top = extra.bottom = size_.h - h1;
-    const int64_t h = h1 + extra.top + extra.bottom, w = w1 + extra.left + extra.right;
-    if (h < size_.h || w < size_.w)
-      return Status::invalid_argument("required crop size " + std::to_string(size_.h) + "x" + std::to_string(size_.w) +
-                                      " is larger than the (padded) image " + std::to_string(h) + "x" + std::to_string(w));
-    const int64_t top = h == size_.h ? 0 : static_cast<int64_t>(io.rng().below(static_cast<uint64_t>(h - size_.h + 1)));
-    const int64_t left = w == size_.w ? 0 : static_cast<int64_t>(io.rng().below(static_cast<uint64_t>(w - size_.w + 1)));
+    HDL_ASSIGN_OR_RETURN(const Draw d, draw(io, img.shape));
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{size_.h, size_.w, c}, img.dtype, Layout::kHWC));
-    if (mode_ == kernels::PadMode::kConstant)
-      return kernels::crop(img, top - fixed.top - extra.top, left - fixed.left - extra.left, out, fill_);
+    if (mode_ == kernels::PadMode::kConstant) {
+      const Corner at = d.corner_in_input();
+      return kernels::crop(img, at.top, at.left, out, fill_);
+    }
     auto* state = static_cast<PadState*>(io.state());
     ConstTensorView cur = img;
     auto pad_step = [&](const kernels::Padding& p, std::vector<uint8_t>& buffer) -> Status {
@@ -167,9 +228,22 @@ class RandomCropOp final : public Operator {
       cur = next;
       return Status::ok();
     };
-    HDL_RETURN_IF_ERROR(pad_step(fixed, state->first));
-    HDL_RETURN_IF_ERROR(pad_step(extra, state->second));
-    return kernels::crop(cur, top, left, out, fill_);
+    HDL_RETURN_IF_ERROR(pad_step(d.fixed, state->first));
+    HDL_RETURN_IF_ERROR(pad_step(d.extra, state->second));
+    return kernels::crop(cur, d.top, d.left, out, fill_);
+  }
+
+  // Constant padding only (infer_outputs refuses the others): the window read from the
+  // unpadded input, padding coming from the crop's fill, as run() does on the cpu.
+  Status run_batch(BatchIO& io) const override {
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& img = io.input(0, s);
+      HDL_ASSIGN_OR_RETURN(const Draw d, draw(io.sample_io(s), img.shape));
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, Shape{size_.h, size_.w, img.shape[2]}, img.dtype, Layout::kHWC));
+      const Corner at = d.corner_in_input();
+      HDL_RETURN_IF_ERROR(kernels::cuda::crop(img, at.top, at.left, out, io.stream(), fill_));
+    }
+    return Status::ok();
   }
 
   std::unique_ptr<OpState> make_state() const override { return std::make_unique<PadState>(); }
@@ -178,6 +252,34 @@ class RandomCropOp final : public Operator {
   struct PadState final : OpState {
     std::vector<uint8_t> first, second;  // the two padding steps' images
   };
+  // A sample's padding and window: offsets in the (twice) padded image.
+  struct Draw {
+    kernels::Padding fixed, extra;
+    int64_t top = 0, left = 0;
+    // The window's corner in the unpadded input (constant padding: the crop's fill pads).
+    Corner corner_in_input() const { return {top - fixed.top - extra.top, left - fixed.left - extra.left}; }
+  };
+
+  // Both stages draw here: torchvision pads twice, `padding`, then pad_if_needed's shortfall
+  // on both sides of the padded image (for reflections the two steps differ from one combined
+  // pad; for constant padding they do not, and the crop's fill does it without copying); then
+  // the offsets, top first, uniform over every position.
+  Result<Draw> draw(SampleIO& io, const Shape& img) const {
+    Draw d;
+    d.fixed = padding_;
+    const int64_t h1 = img[0] + d.fixed.top + d.fixed.bottom, w1 = img[1] + d.fixed.left + d.fixed.right;
+    if (pad_if_needed_ && w1 < size_.w) d.extra.left = d.extra.right = size_.w - w1;
+    if (pad_if_needed_ && h1 < size_.h) d.extra.top = d.extra.bottom = size_.h - h1;
+    const int64_t h = h1 + d.extra.top + d.extra.bottom, w = w1 + d.extra.left + d.extra.right;
+    if (h < size_.h || w < size_.w)
+      return Status::invalid_argument("required crop size " + std::to_string(size_.h) + "x" + std::to_string(size_.w) +
+                                      " is larger than the (padded) image " + std::to_string(h) + "x" + std::to_string(w));
+    d.top = h == size_.h ? 0 : static_cast<int64_t>(io.rng().below(static_cast<uint64_t>(h - size_.h + 1)));
+    d.left = w == size_.w ? 0 : static_cast<int64_t>(io.rng().below(static_cast<uint64_t>(w - size_.w + 1)));
+    return d;
+  }
+
+  bool device_;
   SizeHW size_;
   kernels::Padding padding_{};
   bool pad_if_needed_;
@@ -192,7 +294,8 @@ OpSchema random_crop_schema() {
   s.name = "random_crop";
   s.doc = "torchvision RandomCrop on HWC images (any dtype): optional `padding`, `pad_if_needed` "
           "(pads both sides by the shortfall, as torchvision does), then a size window at offsets "
-          "drawn uniformly from every possible position.";
+          "drawn uniformly from every possible position. On the gpu stage padding_mode must be "
+          "constant.";
   s.inputs = {{"images", "HWC, any dtype"}};
   s.outputs = {{"images", "[h, w, C], same dtype"}};
   s.uses_randomness = true;
@@ -203,7 +306,9 @@ OpSchema random_crop_schema() {
       {"padding_mode", ArgType::kString, ArgValue("constant"), "constant, edge, reflect or symmetric", one_of({"constant", "edge", "reflect", "symmetric"})},
       {"fill", ArgType::kFloats, ArgValue(std::vector<double>{}), "constant mode's value: [] (0), one value, or one per channel"},
   };
-  s.create = [](const NodeSpec& n) { return std::make_unique<RandomCropOp>(n); };
+  s.stages = {Stage::kCpu, Stage::kDevice};
+  s.create = [](const NodeSpec& n) { return std::make_unique<RandomCropOp>(n, false); };
+  s.create_device = [](const NodeSpec& n) { return std::make_unique<RandomCropOp>(n, true); };
   return s;
 }
 
@@ -222,7 +327,9 @@ OpSchema crop_schema() {
       crop_pos_arg("crop_pos_y", "vertical"),
       {"fill", ArgType::kFloats, ArgValue(std::vector<double>{}), "value of pixels outside the image: [] (0), one value, or one per channel"},
   };
-  s.create = [](const NodeSpec& n) { return std::make_unique<CropOp>(n); };
+  s.stages = {Stage::kCpu, Stage::kDevice};
+  s.create = [](const NodeSpec& n) { return std::make_unique<CropOp>(n, false); };
+  s.create_device = [](const NodeSpec& n) { return std::make_unique<CropOp>(n, true); };
   return s;
 }
 
@@ -253,7 +360,8 @@ OpSchema pad_schema() {
   s.name = "pad";
   s.doc = "Pads HWC images (any dtype) as torchvision F.pad: padding [p] on all sides, [lr, tb] "
           "or [left, top, right, bottom]; negative values crop. Modes constant (fill), edge, "
-          "reflect, symmetric (reflections fold again when a pad exceeds the image).";
+          "reflect, symmetric (reflections fold again when a pad exceeds the image). On the gpu stage "
+          "padding_mode must be constant.";
   s.inputs = {{"images", "HWC, any dtype"}};
   s.outputs = {{"images", "padded, same dtype"}};
   s.args = {
@@ -261,7 +369,9 @@ OpSchema pad_schema() {
       {"padding_mode", ArgType::kString, ArgValue("constant"), "constant, edge, reflect or symmetric", one_of({"constant", "edge", "reflect", "symmetric"})},
       {"fill", ArgType::kFloats, ArgValue(std::vector<double>{}), "constant mode's value: [] (0), one value, or one per channel"},
   };
-  s.create = [](const NodeSpec& n) { return std::make_unique<PadOp>(n); };
+  s.stages = {Stage::kCpu, Stage::kDevice};
+  s.create = [](const NodeSpec& n) { return std::make_unique<PadOp>(n, false); };
+  s.create_device = [](const NodeSpec& n) { return std::make_unique<PadOp>(n, true); };
   return s;
 }
 
