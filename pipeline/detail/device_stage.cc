@@ -1,5 +1,7 @@
 #include "pipeline/detail/device_stage.h"
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -13,6 +15,8 @@ namespace hdl::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+size_t align(size_t bytes) { return (bytes + 255) & ~size_t(255); }
 
 // A sample of the batch as a cpu-stage operator sees it, for arguments and random draws only.
 class SampleArgs final : public SampleIO {
@@ -122,7 +126,9 @@ class BatchRun final : public BatchIO {
       return v;
     }
     if (d.ragged.empty()) d.ragged.resize(static_cast<size_t>(job_.length));
-    d.ragged[s] = Tensor::empty(shape, dtype, layout, pool_);
+    d.ragged[s] = Tensor(pool_.acquire(std::bit_ceil(std::max<size_t>(
+                             static_cast<size_t>(shape.num_elements()) * dtype_size(dtype), 4096))),
+                         0, shape, dtype, layout);
     return d.ragged[s].view();
   }
 
@@ -245,11 +251,20 @@ Status DeviceStage::upload(Job& job, Pending& pending) {
     };
     if (core_.dense[k]) {
       HDL_ASSIGN_OR_RETURN(d.dense, one(job.dense[k]));
-    } else {
-      for (const Tensor& t : job.ragged[k]) {
-        HDL_ASSIGN_OR_RETURN(Tensor dev, one(t));
-        d.ragged.push_back(std::move(dev));
-      }
+      continue;
+    }
+    // Samples of different sizes: one device block for the batch (its size varies little from
+    // batch to batch, so the pool settles on a few blocks), each sample a part of it.
+    size_t total = 0;
+    for (const Tensor& t : job.ragged[k]) total += align(t.num_bytes());
+    StoragePtr block = pool_.acquire(std::max<size_t>(total, 1));
+    size_t offset = 0;
+    for (const Tensor& host : job.ragged[k]) {
+      Tensor dev(block, offset, host.shape(), host.dtype(), host.layout());
+      offset += align(host.num_bytes());
+      pending.pinned.push_back(host);
+      HDL_RETURN_IF_ERROR(cuda::copy_async(host.view(), dev.view(), stream_, copied_));
+      d.ragged.push_back(std::move(dev));
     }
   }
   return Status::ok();

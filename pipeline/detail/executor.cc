@@ -4,6 +4,7 @@
 #include "pipeline/detail/core.h"
 #include "pipeline/detail/device_stage.h"
 
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <new>
@@ -122,7 +123,11 @@ class SampleRun final : public SampleIO {
                                 core_.sample_shape[out].to_string());
       view = job_.dense[out].slice(slot_).view();
     } else if (out >= 0) {
-      Tensor t = Tensor::empty(shape, dtype, layout, core_.pool);
+      // Pinned blocks of samples of any size (a gpu stage uploads them): power-of-two sizes,
+      // so the pool settles on a few blocks per size instead of one per 1/8 size class.
+      const size_t bytes = static_cast<size_t>(shape.num_elements()) * dtype_size(dtype);
+      Tensor t = core_.device_stage ? Tensor(core_.pool.acquire(std::bit_ceil(std::max<size_t>(bytes, 4096))), 0, shape, dtype, layout)
+                                    : Tensor::empty(shape, dtype, layout, core_.pool);
       view = t.view();
       job_.ragged[out][slot_] = std::move(t);
     } else {

@@ -91,6 +91,7 @@ def _resolve_device(device: Optional[str]) -> Optional[torch.device]:
 
 
 _GPU_OPS: Optional[frozenset] = None
+_SPLIT_RESIZE = True  # tests/python/bench_gpu.py compares with and without
 
 
 def _gpu_tail(outputs: List[Any]) -> List[str]:
@@ -115,7 +116,7 @@ def _gpu_tail(outputs: List[Any]) -> List[str]:
             up = n.inputs[0]
             dec = up.node
             size = dec.args.get("resize") or ()
-            if (dec.op == "image_decoder" and dec.stage == "cpu" and readers.get(dec.uid) == 1
+            if (_SPLIT_RESIZE and dec.op == "image_decoder" and dec.stage == "cpu" and readers.get(dec.uid) == 1
                     and dec.args.get("random_crop") == "resized" and len(size) == 2
                     and dec.args.get("dct_scaling") is False):
                 del dec.args["resize"]
