@@ -48,6 +48,7 @@ struct ExecutorCore {
   std::vector<bool> dense;              // per collected value: one [N, ...] tensor
   std::vector<Shape> sample_shape;      // per dense collected value
   std::vector<NodeCounters> counters;   // per node
+  std::unique_ptr<std::atomic<size_t>[]> arena_bytes;  // per collected index: largest batch so far
   std::unique_ptr<DeviceStage> device_stage;  // null without gpu nodes
 
   std::atomic<int64_t> generation{0};

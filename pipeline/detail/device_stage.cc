@@ -67,9 +67,9 @@ class SampleArgs final : public SampleIO {
 
 class BatchRun final : public BatchIO {
  public:
-  BatchRun(ExecutorCore& core, Job& job, BufferPool& pool, cuda::Stream& stream,
+  BatchRun(ExecutorCore& core, Job& job, DeviceStage& stage, cuda::Stream& stream,
            kernels::cuda::DeviceWorkspace& workspace)
-      : core_(core), job_(job), pool_(pool), stream_(stream), workspace_(workspace), args_(core, job) {}
+      : core_(core), job_(job), stage_(stage), stream_(stream), workspace_(workspace), args_(core, job) {}
 
   Status begin(int node_index) {
     node_index_ = node_index;
@@ -117,8 +117,7 @@ class BatchRun final : public BatchIO {
       // A dense value: one [N, ...] block, written sample by sample.
       if (d.ragged.empty()) d.ragged.resize(static_cast<size_t>(job_.length));
       if (!d.ragged[s].defined() && !whole_.count(value)) {
-        Tensor t = Tensor::empty(shape.prepend(job_.length), dtype, layout, pool_);
-        whole_[value] = t;
+        whole_[value] = stage_.allocate(value, shape.prepend(job_.length), dtype, layout);
       }
       d.ragged[s] = whole_[value].slice(s);
       TensorView v = d.ragged[s].view();
@@ -126,9 +125,7 @@ class BatchRun final : public BatchIO {
       return v;
     }
     if (d.ragged.empty()) d.ragged.resize(static_cast<size_t>(job_.length));
-    d.ragged[s] = Tensor(pool_.acquire(std::bit_ceil(std::max<size_t>(
-                             static_cast<size_t>(shape.num_elements()) * dtype_size(dtype), 4096))),
-                         0, shape, dtype, layout);
+    d.ragged[s] = stage_.allocate(value, shape, dtype, layout);
     return d.ragged[s].view();
   }
 
@@ -138,7 +135,7 @@ class BatchRun final : public BatchIO {
       return Status::internal("output " + core_.graph.value_name(value) + " has no fixed shape: write it per sample");
     HDL_RETURN_IF_ERROR(check(value, sample_shape, dtype));
     DeviceValue& d = job_.device[value];
-    d.dense = Tensor::empty(sample_shape.prepend(job_.length), dtype, layout, pool_);
+    d.dense = stage_.allocate(value, sample_shape.prepend(job_.length), dtype, layout);
     return d.dense.view();
   }
 
@@ -162,7 +159,7 @@ class BatchRun final : public BatchIO {
 
   ExecutorCore& core_;
   Job& job_;
-  BufferPool& pool_;
+  DeviceStage& stage_;
   cuda::Stream& stream_;
   kernels::cuda::DeviceWorkspace& workspace_;
   SampleArgs args_;
@@ -179,6 +176,9 @@ DeviceStage::DeviceStage(ExecutorCore& core, int device_index)
       pool_(cuda::device_allocator(device_index), core.options.max_cached_bytes),
       releases_(std::make_shared<cuda::DeviceSync::Releases>()) {
   const auto& nodes = core.graph.nodes();
+  arenas_.resize(static_cast<size_t>(core.graph.num_values()));
+  is_output_.assign(static_cast<size_t>(core.graph.num_values()), false);
+  for (int v : core.graph.outputs()) is_output_[v] = true;
   std::vector<bool> uploaded(core.graph.num_values(), false);
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (nodes[n].spec.stage != Stage::kDevice) continue;
@@ -207,6 +207,28 @@ DeviceStage::DeviceStage(ExecutorCore& core, int device_index)
   auto event = cuda::Event::create(device_);
   if (!event.is_ok()) throw ConfigError(who + event.status().message());
   copied_ = std::move(event).value();
+}
+
+Tensor DeviceStage::allocate(int value, const Shape& shape, DType dtype, Layout layout) {
+  const size_t bytes = static_cast<size_t>(shape.num_elements()) * dtype_size(dtype);
+  if (is_output_[value]) return Tensor::empty(shape, dtype, layout, pool_);  // the consumer's
+  Arena& a = arenas_[value];
+  const size_t need = a.used + align(bytes);
+  if (!a.block || need > a.block->capacity()) {
+    // Grows (rarely: a larger batch than any before); tensors of this batch keep the old block.
+    const size_t capacity = std::bit_ceil(std::max({need, 2 * (a.block ? a.block->capacity() : 0), size_t(1) << 20}));
+    a.block = Storage::allocate(cuda::device_allocator(device_.index), capacity);
+    a.used = 0;
+  }
+  Tensor t(a.block, a.used, shape, dtype, layout);
+  a.used += align(bytes);
+  return t;
+}
+
+size_t DeviceStage::arena_bytes() const {
+  size_t total = 0;
+  for (const Arena& a : arenas_) total += a.block ? a.block->capacity() : 0;
+  return total;
 }
 
 DeviceStage::~DeviceStage() {
@@ -244,7 +266,7 @@ Status DeviceStage::upload(Job& job, Pending& pending) {
     const int k = core_.collect_of_value[v];
     DeviceValue& d = job.device[v];
     auto one = [&](const Tensor& host) -> Result<Tensor> {
-      Tensor dev = Tensor::empty(host.shape(), host.dtype(), host.layout(), pool_);
+      Tensor dev = allocate(v, host.shape(), host.dtype(), host.layout());
       pending.pinned.push_back(host);
       HDL_RETURN_IF_ERROR(cuda::copy_async(host.view(), dev.view(), stream_, copied_));
       return dev;
@@ -253,15 +275,8 @@ Status DeviceStage::upload(Job& job, Pending& pending) {
       HDL_ASSIGN_OR_RETURN(d.dense, one(job.dense[k]));
       continue;
     }
-    // Samples of different sizes: one device block for the batch (its size varies little from
-    // batch to batch, so the pool settles on a few blocks), each sample a part of it.
-    size_t total = 0;
-    for (const Tensor& t : job.ragged[k]) total += align(t.num_bytes());
-    StoragePtr block = pool_.acquire(std::max<size_t>(total, 1));
-    size_t offset = 0;
     for (const Tensor& host : job.ragged[k]) {
-      Tensor dev(block, offset, host.shape(), host.dtype(), host.layout());
-      offset += align(host.num_bytes());
+      Tensor dev = allocate(v, host.shape(), host.dtype(), host.layout());
       pending.pinned.push_back(host);
       HDL_RETURN_IF_ERROR(cuda::copy_async(host.view(), dev.view(), stream_, copied_));
       d.ragged.push_back(std::move(dev));
@@ -277,12 +292,15 @@ Status DeviceStage::run_locked(Job& job) {
   for (const cuda::Event& e : releases_->take()) HDL_RETURN_IF_ERROR(stream_.wait(e));
 
   job.device.assign(static_cast<size_t>(core_.graph.num_values()), {});
+  // Values only this stream reads are rewritten batch after batch in place: every read of
+  // the last batch's is queued before this batch's first write.
+  for (Arena& a : arenas_) a.used = 0;
   Pending pending;
   if (Status st = upload(job, pending); !st.is_ok()) {
     (void)stream_.synchronize();  // copies already queued still read `pending`'s blocks
     return Status(st.code(), "gpu stage: " + where + ": upload: " + st.message());
   }
-  BatchRun io(core_, job, pool_, stream_, workspace_);
+  BatchRun io(core_, job, *this, stream_, workspace_);
   for (int n : nodes_) {
     const GraphNode& node = core_.graph.nodes()[n];
     const auto t0 = Clock::now();

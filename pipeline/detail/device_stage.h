@@ -45,7 +45,17 @@ class DeviceStage {
   Status run(Job& job);
 
   Device device() const { return device_; }
-  BufferPoolStats pool_stats() const { return pool_.stats(); }
+  /// Device memory: the pool of batches handed to consumers, plus the in-place arenas.
+  BufferPoolStats pool_stats() const {
+    std::lock_guard lock(mu_);
+    BufferPoolStats s = pool_.stats();
+    s.bytes_allocated += arena_bytes();
+    return s;
+  }
+  /// Device memory for `value` of the batch being run (under run()): from the pool for a
+  /// pipeline output (the consumer holds it), else from the value's arena, which is rewritten
+  /// batch after batch and only grows (stream order makes that safe).
+  Tensor allocate(int value, const Shape& shape, DType dtype, Layout layout);
   /// Values of the cpu stage the device stage uploads (value ids): what gpu nodes read, and
   /// the cpu stage's pipeline outputs.
   const std::vector<int>& uploads() const { return uploads_; }
@@ -58,18 +68,25 @@ class DeviceStage {
   Status run_locked(Job& job);
   Status upload(Job& job, Pending& pending);
   void reclaim(bool wait);
+  size_t arena_bytes() const;
+  struct Arena {
+    StoragePtr block;
+    size_t used = 0;
+  };
 
   ExecutorCore& core_;
   Device device_;
   std::vector<int> nodes_;    // gpu nodes, in graph order
   std::vector<int> uploads_;  // cpu-stage values that gpu nodes read as inputs
-  std::mutex mu_;             // serialises run(); guards everything below
+  mutable std::mutex mu_;     // serialises run(); guards everything below
   cuda::Stream stream_;
   cuda::Event copied_;        // re-recorded after each upload (cuda::copy_async wants one)
   kernels::cuda::DeviceWorkspace workspace_;
   BufferPool pool_;           // device memory of uploads, intermediates and outputs
   std::shared_ptr<cuda::DeviceSync::Releases> releases_;
   std::deque<Pending> pending_;
+  std::vector<Arena> arenas_;     // per value id: values no consumer sees
+  std::vector<bool> is_output_;   // per value id
 };
 
 }  // namespace hdl::detail

@@ -123,11 +123,7 @@ class SampleRun final : public SampleIO {
                                 core_.sample_shape[out].to_string());
       view = job_.dense[out].slice(slot_).view();
     } else if (out >= 0) {
-      // Pinned blocks of samples of any size (a gpu stage uploads them): power-of-two sizes,
-      // so the pool settles on a few blocks per size instead of one per 1/8 size class.
-      const size_t bytes = static_cast<size_t>(shape.num_elements()) * dtype_size(dtype);
-      Tensor t = core_.device_stage ? Tensor(core_.pool.acquire(std::bit_ceil(std::max<size_t>(bytes, 4096))), 0, shape, dtype, layout)
-                                    : Tensor::empty(shape, dtype, layout, core_.pool);
+      Tensor t = core_.device_stage ? arena_tensor(out, shape, dtype, layout) : Tensor::empty(shape, dtype, layout, core_.pool);
       view = t.view();
       job_.ragged[out][slot_] = std::move(t);
     } else {
@@ -141,6 +137,17 @@ class SampleRun final : public SampleIO {
   }
 
  private:
+  // Pinned memory of a sample of any size that a gpu stage uploads: a part of the batch's
+  // block (one pool block per batch, the same size batch after batch), or its own
+  // power-of-two block when the batch outgrows the block.
+  Tensor arena_tensor(int k, const Shape& shape, DType dtype, Layout layout) {
+    const size_t bytes = (static_cast<size_t>(shape.num_elements()) * dtype_size(dtype) + 255) & ~size_t(255);
+    const size_t offset = job_.arena_used[k].fetch_add(bytes, std::memory_order_relaxed);
+    const StoragePtr& arena = job_.arena[k];
+    if (arena && offset + bytes <= arena->capacity()) return Tensor(arena, offset, shape, dtype, layout);
+    return Tensor(core_.pool.acquire(std::bit_ceil(std::max<size_t>(bytes, 4096))), 0, shape, dtype, layout);
+  }
+
   Executor::Core& core_;
   Job& job_;
   int64_t slot_;
@@ -248,6 +255,15 @@ void Executor::Core::process(Job& job, int64_t slot) {
     }
   }
   const bool last = job.remaining.fetch_sub(1) == 1;
+  if (last && device_stage) {
+    for (size_t k = 0; k < dense.size(); ++k) {
+      if (dense[k]) continue;
+      const size_t used = job.arena_used[k].load();
+      size_t seen = arena_bytes[k].load();
+      while (used > seen && !arena_bytes[k].compare_exchange_weak(seen, used)) {
+      }
+    }
+  }
   if (last && device_stage && job.generation == generation.load(std::memory_order_relaxed)) {
     bool ok;
     {
@@ -308,6 +324,8 @@ Executor::Executor(const PipelineSpec& spec, const PipelineOptions& options, con
     for (int v : node.inputs) collect(v);
     for (const auto& [name, v] : node.arg_inputs) collect(v);
   }
+  c.arena_bytes = std::make_unique<std::atomic<size_t>[]>(c.collected.size());
+  for (size_t k = 0; k < c.collected.size(); ++k) c.arena_bytes[k] = 0;
   if (has_stage(c.graph, Stage::kDevice)) c.device_stage = std::make_unique<DeviceStage>(c, options.device_id);
   // The fingerprint ties a saved state to this pipeline.
   uint64_t h = 0xcbf29ce484222325ull;
@@ -389,6 +407,15 @@ void Executor::schedule(int64_t epoch, int64_t batch) {
     } else {
       job->dense.emplace_back();
       job->ragged[k].resize(job->length);
+    }
+  }
+  if (c.device_stage) {
+    job->arena.resize(c.dense.size());
+    job->arena_used = std::make_unique<std::atomic<size_t>[]>(c.dense.size());
+    for (size_t k = 0; k < c.dense.size(); ++k) {
+      job->arena_used[k] = 0;
+      const size_t est = c.arena_bytes[k].load();
+      if (!c.dense[k] && est > 0 && job->length > 0) job->arena[k] = c.pool.acquire(est);
     }
   }
   job->remaining = job->length;

@@ -65,6 +65,10 @@ struct Job {
   std::vector<std::vector<Tensor>> ragged;
   std::vector<int64_t> dataset_indices;      // per slot
   std::vector<uint32_t> attempts;            // per slot: which attempt produced it (its random stream)
+  // With a device stage, ragged collected values are written into one pinned block per batch
+  // (sized from earlier batches, so the pool hands out the same blocks every batch).
+  std::vector<StoragePtr> arena;                      // per collected index
+  std::unique_ptr<std::atomic<size_t>[]> arena_used;  // per collected index: bytes asked for
   std::vector<DeviceValue> device;           // per value id, written by the device stage
   std::shared_ptr<const cuda::DeviceSync> device_sync;  // when the device values are ready
   std::atomic<int64_t> remaining{0};
