@@ -463,7 +463,9 @@ PipelineOutput Executor::take(Job& job) {
   for (int v : c.graph.outputs()) {
     const int k = c.collect_of_value[v];
     if (k >= 0 && !c.device_stage) {  // a cpu-stage output (with a gpu stage it was uploaded)
-      out.outputs.push_back(c.dense[k] ? Batch::dense(job.dense[k]) : Batch::ragged(job.ragged[k]));
+      // Moved out: a worker task may hold the job a moment longer, and a batch buffer must go
+      // back to the pool as soon as the consumer drops it.
+      out.outputs.push_back(c.dense[k] ? Batch::dense(std::move(job.dense[k])) : Batch::ragged(std::move(job.ragged[k])));
       continue;
     }
     DeviceValue none;  // an empty batch never reaches the device stage
