@@ -94,9 +94,10 @@ _GPU_OPS: Optional[frozenset] = None
 _SPLIT_RESIZE = True  # tests/python/bench_gpu.py compares with and without
 
 
-def _gpu_tail(outputs: List[Any]) -> List[str]:
+def _gpu_tail(outputs: List[Any], limit: int = 1 << 30) -> List[str]:
     """Moves the operators at the end of each output's chain that have a gpu-stage
-    implementation (crop_mirror_normalize, resize, ...) to the gpu stage; returns their names.
+    implementation (crop_mirror_normalize, resize, ...), at most `limit` per chain, to the gpu
+    stage; returns their names.
     A decoder's fused RandomResizedCrop resize becomes a gpu resize (the decoder then hands
     over the window at full scale: the same pixels, as both resize kernels are the same), so
     the CPU threads only decode."""
@@ -110,13 +111,15 @@ def _gpu_tail(outputs: List[Any]) -> List[str]:
     moved: List[str] = []
     for d in outputs:
         n = d.node
-        while n.op in _GPU_OPS and n.stage == "cpu" and len(n.inputs) == 1:
+        left = limit
+        while left > 0 and n.op in _GPU_OPS and n.stage == "cpu" and len(n.inputs) == 1:
             n.stage = "gpu"
             moved.append(n.op)
+            left -= 1
             up = n.inputs[0]
             dec = up.node
             size = dec.args.get("resize") or ()
-            if (_SPLIT_RESIZE and dec.op == "image_decoder" and dec.stage == "cpu" and readers.get(dec.uid) == 1
+            if (_SPLIT_RESIZE and left > 0 and dec.op == "image_decoder" and dec.stage == "cpu" and readers.get(dec.uid) == 1
                     and dec.args.get("random_crop") == "resized" and len(size) == 2
                     and dec.args.get("dct_scaling") is False):
                 del dec.args["resize"]
@@ -215,6 +218,7 @@ class HabanaDataLoader(DataLoader[T_co]):
         #: operators the native pipeline runs as CUDA kernels (device="cuda"); [] otherwise
         self.gpu_ops: List[str] = []
         self._gpu_tail = False
+        self._gpu_limit: Optional[int] = None  # operators per chain on the gpu stage (None: all)
         try:
             self._plan(args)
         except Unsupported as e:
@@ -288,14 +292,19 @@ class HabanaDataLoader(DataLoader[T_co]):
             if not self._gpu_tail:
                 self.native_notes.append(f"the gpu stage is not used ({cuda['reason']}): batches are "
                                          "moved to CUDA with torch")
-        try:
-            self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
-        except (ValueError, TypeError, RuntimeError) as e:
-            if not self._gpu_tail:
-                raise
-            self._gpu_tail = False
-            self.native_notes.append(f"the gpu stage is not used ({e}): batches are moved to CUDA with torch")
-            self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
+        while True:
+            try:
+                self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
+                break
+            except (ValueError, TypeError, RuntimeError) as e:
+                if not self._gpu_tail:
+                    raise
+                # An operator the gpu stage cannot take as configured (e.g. RandomCrop with
+                # reflect padding): move fewer operators, down to none.
+                self._gpu_limit = (self._gpu_limit if self._gpu_limit is not None else len(self.gpu_ops)) - 1
+                if self._gpu_limit <= 0:
+                    self._gpu_tail = False
+                    self.native_notes.append(f"the gpu stage is not used ({e}): batches are moved to CUDA with torch")
         if self._pipe_seed is None:
             self._drop_pipeline()
 
@@ -324,10 +333,10 @@ class HabanaDataLoader(DataLoader[T_co]):
             files, labels = fn.file_reader(file_list=self._list_path, file_root="/", shuffle=False,
                                            last_batch=self._last_batch)
             images = self._wire(files)
-            moved = _gpu_tail(images) if gpu else []
+            moved = _gpu_tail(images, self._gpu_limit if self._gpu_limit is not None else 1 << 30) if gpu else []
             pipe.set_outputs(*images, labels)
+        self.gpu_ops = moved  # what this build tried (the retry above shortens it)
         pipe.build()
-        self.gpu_ops = moved
         self._pipelines_built += 1
         return pipe
 

@@ -179,3 +179,28 @@ def test_gpu_resize_equals_cpu_resize(train_root, size, interpolation):
         else:
             assert gi.is_cuda and torch.equal(ci, gi.cpu())
         assert torch.equal(cl, gl.cpu())
+
+
+def test_loader_gpu_tail_moves_the_end_of_the_chain_and_splits_the_fused_resize(train_root):
+    # What HabanaDataLoader(device="cuda") does to its graph, checked without a GPU.
+    from habana_dataloader.loader import _gpu_tail
+
+    def chain():
+        files, _ = fn.file_reader(file_root=str(train_root))
+        images = fn.image_decoder(files, output_type="rgb", random_crop="resized", resize=[64, 64],
+                                  dct_scaling=False)
+        coin = fn.coin_flip(probability=0.5)
+        jitter = fn.color_jitter(images, brightness=0.4)
+        return images, fn.crop_mirror_normalize(jitter, mirror=coin, mean=MEAN, std=STD)
+
+    with Pipeline(batch_size=2):
+        images, out = chain()
+        assert _gpu_tail([out]) == ["crop_mirror_normalize", "color_jitter", "resize"]
+        assert "resize" not in images.node.args and images.node.stage == "cpu"
+        jitter = out.node.inputs[0].node
+        assert jitter.stage == "gpu" and jitter.inputs[0].node.op == "resize"
+        assert jitter.inputs[0].node.args["size"] == [64, 64] and jitter.inputs[0].node.stage == "gpu"
+    with Pipeline(batch_size=2):
+        images, out = chain()
+        assert _gpu_tail([out], limit=1) == ["crop_mirror_normalize"]
+        assert out.node.inputs[0].node.stage == "cpu" and images.node.args["resize"] == [64, 64]
