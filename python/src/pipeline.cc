@@ -138,18 +138,16 @@ class PyPipeline {
     d["replaced"] = s.replaced;
     d["consumer_wait_seconds"] = s.consumer_wait_seconds;
     d["recent_errors"] = s.recent_errors;
-    py::dict pool;
-    pool["acquires"] = s.pool.acquires;
-    pool["allocations"] = s.pool.allocations;
-    pool["bytes_allocated"] = s.pool.bytes_allocated;
-    pool["bytes_cached"] = s.pool.bytes_cached;
-    d["pool"] = pool;
-    py::dict device_pool;
-    device_pool["acquires"] = s.device_pool.acquires;
-    device_pool["allocations"] = s.device_pool.allocations;
-    device_pool["bytes_allocated"] = s.device_pool.bytes_allocated;
-    device_pool["bytes_cached"] = s.device_pool.bytes_cached;
-    d["device_pool"] = device_pool;
+    auto pool = [](const BufferPoolStats& p) {
+      py::dict out;
+      out["acquires"] = p.acquires;
+      out["allocations"] = p.allocations;
+      out["bytes_allocated"] = p.bytes_allocated;
+      out["bytes_cached"] = p.bytes_cached;
+      return out;
+    };
+    d["pool"] = pool(s.pool);                // host batches (pinned with a gpu stage)
+    d["device_pool"] = pool(s.device_pool);  // the gpu stage's device memory
     return d;
   }
 
