@@ -75,6 +75,11 @@ def run(mode: str, tree: str, a) -> dict:
         cpu.append((time.process_time() - c0) / n)
         s = loader._pipe.stats() if loader._pipe is not None else {}
         pools.append((s.get("pool", {}).get("bytes_allocated", 0), s.get("device_pool", {}).get("bytes_allocated", 0)))
+    if loader._pipe is not None:  # where the pipeline's time goes (worker / device-stage host time)
+        for op in loader._pipe.stats()["operators"]:
+            if op["samples"]:
+                print(f"    {mode:7s} {op['name']:24s} {op['op']:22s} {op['seconds'] * 1e6 / op['samples']:8.1f} us/sample",
+                      flush=True)
     later = slice(1, None) if a.epochs > 1 else slice(None)
     out = {"mode": mode, "images_per_s": statistics.median(rates[later]), "cpu_s_per_image": statistics.median(cpu[later]),
            "first_batch_s": first, "rates": rates, "pools": pools, "gpu_ops": loader.gpu_ops}
