@@ -91,7 +91,12 @@ def _resolve_device(device: Optional[str]) -> Optional[torch.device]:
 
 
 _GPU_OPS: Optional[frozenset] = None
-_SPLIT_RESIZE = True  # tests/python/bench_gpu.py compares with and without
+# Whether _gpu_tail also moves RandomResizedCrop's resize out of the fused decode to the gpu
+# stage. Off: measured on an H100 (docs/PERFORMANCE.md), the decode of the window dominates the
+# CPU time either way, rates were within the run-to-run spread, and the upload of full-scale
+# windows needs about 1.1 GB of pinned memory against 131 MB. tests/python/bench_gpu.py
+# compares both ("gpu-resize").
+_SPLIT_RESIZE = False
 
 
 def _gpu_tail(outputs: List[Any], limit: int = 1 << 30) -> List[str]:

@@ -153,7 +153,7 @@ def test_loader_device_cuda_runs_the_tail_on_the_gpu(train_root):
     cpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2)
     gpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2, device="cuda")
     assert cpu.native and gpu.native, (cpu.fallback_reason, gpu.fallback_reason)
-    assert gpu.gpu_ops == ["crop_mirror_normalize", "resize"], gpu.native_notes
+    assert gpu.gpu_ops == ["crop_mirror_normalize"], gpu.native_notes
     for epoch in range(2):
         for (ci, cl), (gi, gl) in zip(cpu, gpu):
             assert gi.is_cuda and gl.is_cuda
@@ -181,9 +181,11 @@ def test_gpu_resize_equals_cpu_resize(train_root, size, interpolation):
         assert torch.equal(cl, gl.cpu())
 
 
-def test_loader_gpu_tail_moves_the_end_of_the_chain_and_splits_the_fused_resize(train_root):
+def test_loader_gpu_tail_moves_the_end_of_the_chain_and_splits_the_fused_resize(train_root, monkeypatch):
     # What HabanaDataLoader(device="cuda") does to its graph, checked without a GPU.
+    from habana_dataloader import loader
     from habana_dataloader.loader import _gpu_tail
+    monkeypatch.setattr(loader, "_SPLIT_RESIZE", True)
 
     def chain():
         files, _ = fn.file_reader(file_root=str(train_root))
@@ -204,3 +206,8 @@ def test_loader_gpu_tail_moves_the_end_of_the_chain_and_splits_the_fused_resize(
         images, out = chain()
         assert _gpu_tail([out], limit=1) == ["crop_mirror_normalize"]
         assert out.node.inputs[0].node.stage == "cpu" and images.node.args["resize"] == [64, 64]
+    monkeypatch.setattr(loader, "_SPLIT_RESIZE", False)  # the default: the decode keeps its resize
+    with Pipeline(batch_size=2):
+        images, out = chain()
+        assert _gpu_tail([out]) == ["crop_mirror_normalize", "color_jitter"]
+        assert images.node.args["resize"] == [64, 64]
