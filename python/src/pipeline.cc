@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "pipeline/errors.h"
@@ -22,6 +23,13 @@ T option(const py::dict& d, const char* key, T fallback) {
 class PyPipeline {
  public:
   PyPipeline(const std::string& spec_json, const py::dict& opts, const py::dict& functions) {
+    static const char* const kKnown[] = {"batch_size", "num_threads", "prefetch_depth", "seed", "on_error",
+                                         "max_failures", "max_cached_bytes", "device_id"};
+    for (const auto& [key, value] : opts) {
+      const std::string k = py::str(key);
+      if (std::find(std::begin(kKnown), std::end(kKnown), k) == std::end(kKnown))
+        throw py::value_error("Pipeline options: unknown key \"" + k + "\"");
+    }
     PipelineSpec spec = spec_from_json(spec_json);
     registry_ = registry_for(spec, functions);
     PipelineOptions o;
