@@ -109,6 +109,8 @@ class BatchRun final : public BatchIO {
   kernels::cuda::DeviceWorkspace& workspace() override { return workspace_; }
 
   Result<TensorView> output(int i, int64_t s, const Shape& shape, DType dtype, Layout layout) override {
+    if (i < 0 || i >= static_cast<int>(node_->outputs.size()) || s < 0 || s >= job_.length)
+      return Status::internal("output " + std::to_string(i) + " of sample " + std::to_string(s) + " is out of range");
     const int value = node_->outputs[i];
     HDL_RETURN_IF_ERROR(check(value, shape, dtype));
     DeviceValue& d = job_.device[value];

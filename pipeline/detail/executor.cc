@@ -322,7 +322,12 @@ Executor::Executor(const PipelineSpec& spec, const PipelineOptions& options, con
   for (const auto& node : c.graph.nodes()) {
     if (node.spec.stage != Stage::kDevice) continue;
     for (int v : node.inputs) collect(v);
-    for (const auto& [name, v] : node.arg_inputs) collect(v);
+    for (const auto& [name, v] : node.arg_inputs) {
+      if (c.value_stage[v] != Stage::kCpu)
+        throw ConfigError(node.spec.describe() + " (gpu): argument \"" + name + "\" reads " + c.graph.value_name(v) +
+                          ", made on the gpu stage; per-sample arguments come from the cpu stage");
+      collect(v);
+    }
   }
   c.arena_bytes = std::make_unique<std::atomic<size_t>[]>(c.collected.size());
   for (size_t k = 0; k < c.collected.size(); ++k) c.arena_bytes[k] = 0;
