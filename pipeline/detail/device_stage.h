@@ -2,13 +2,14 @@
 // on the pipeline's CUDA stream, without blocking the host on the device.
 //
 // For each batch: the pinned host values the gpu stage reads, and the cpu stage's pipeline
-// outputs (labels: a pipeline with a gpu stage hands out device batches only), are uploaded (cudaMemcpyAsync on
-// the stream; the pinned blocks go back to their pool only once the copies have finished), the
-// gpu-stage operators enqueue their kernels (Operator::run_batch, one launch per batch where
-// the kernel allows), and an event recorded after them becomes the batch's ready event
-// (media/cuda/stream.h DeviceSync). Before the stage writes pooled device memory again, its
-// stream waits on the points where consumers released earlier batches (DeviceSync::
-// release_after), so memory a consumer's kernels may still read is never overwritten.
+// outputs (labels: a pipeline with a gpu stage hands out device batches only), are uploaded
+// (cudaMemcpyAsync on the stream; the pinned blocks go back to their pool only once the copies
+// have finished), the gpu-stage operators enqueue their kernels (Operator::run_batch, one
+// launch per batch where the kernel allows), and an event recorded after them becomes the
+// batch's ready event (media/cuda/stream.h DeviceSync). Before the stage writes pooled device
+// memory again, its stream waits on the points where consumers released earlier batches
+// (DeviceSync::release_after), so memory a consumer's kernels may still read is never
+// overwritten. Values no consumer sees live in per-value arenas the stream rewrites in order.
 //
 // Copies and kernels share one stream per pipeline: in order on the device, which is what makes
 // reusing uploads and intermediates safe; the host side of a batch takes microseconds, so one
