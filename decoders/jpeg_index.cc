@@ -462,7 +462,11 @@ Result<ParsedHeader> parse_header(std::span<const uint8_t> data) {
     } else if (m >= 0xC2 && m <= 0xCF) {
       return Status::unsupported("not a baseline Huffman JPEG");
     } else {
-      copy_marker();  // DNL-free, harmless others (e.g. APP-like ones): keep
+      // Anything else (a standalone RSTn/TEM/SOI/EOI read as a segment, JPGn, DHP, EXP):
+      // libjpeg may read the bytes after it as markers where this parser would skip a
+      // "segment", so a window JPEG could disagree with the file (fuzz_jpeg_index found a
+      // stray RST7 after SOI whose window had no image). Not indexed: the plain path decodes it.
+      return Status::unsupported("unexpected marker");
     }
     i += 2 + len;
   }

@@ -98,6 +98,8 @@ void check_window(ImageDecoder& plain, std::span<const uint8_t> bytes, const Ima
   req.color = color;
   req.max_pixels = kMaxPixels;
   auto win_info = plain.read_info(scratch);
+  if (!win_info.is_ok()) std::fprintf(stderr, "window rows %lld-%lld cols %lld-%lld: %s\n", (long long)r0, (long long)r1,
+                                      (long long)c0, (long long)c1, win_info.status().to_string().c_str());
   HDL_FUZZ_CHECK(win_info.is_ok(), "a window JPEG has no valid header");
   HDL_FUZZ_CHECK(win_info->width == win->width && win_info->height == win->height, "window JPEG of the wrong size");
   const Decoded from_window = decode(plain, scratch, *win_info, req);
