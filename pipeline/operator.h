@@ -98,8 +98,10 @@ class BatchIO {
   virtual SampleIO& sample_io(int64_t s) = 0;
   /// Memory for output i of sample s, on the device. Call at most once per output and sample.
   virtual Result<TensorView> output(int i, int64_t s, const Shape& shape, DType dtype, Layout layout) = 0;
+  /// Whether output i has a shape infer_outputs fully knows: one [N, ...] batch (dense_output).
+  virtual bool dense(int i) const = 0;
   /// Output i of every sample as one [N, ...sample_shape] device view (one launch per batch);
-  /// only for an output whose shape infer_outputs fully knows. Instead of output(i, s, ...).
+  /// only for a dense output. Instead of output(i, s, ...).
   virtual Result<TensorView> dense_output(int i, const Shape& sample_shape, DType dtype, Layout layout) = 0;
   /// Where the work goes: enqueue only, never synchronise.
   virtual cuda::Stream& stream() = 0;

@@ -131,6 +131,8 @@ class BatchRun final : public BatchIO {
     return d.ragged[s].view();
   }
 
+  bool dense(int i) const override { return core_.graph.value_spec(node_->outputs[i]).shape.fully_known(); }
+
   Result<TensorView> dense_output(int i, const Shape& sample_shape, DType dtype, Layout layout) override {
     const int value = node_->outputs[i];
     if (!core_.graph.value_spec(value).shape.fully_known())

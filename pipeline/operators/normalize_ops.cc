@@ -94,13 +94,12 @@ class CropMirrorNormalizeOp final : public Operator {
                           ops::flag_arg(a, "mirror", mirror_)});
     }
     kernels::cuda::CmnBatchOptions o{options_.fill, options_.layout, options_.norm};
-    if (crop_ || n == 0 || all_same_size()) {
-      const SizeHW size = crop_ ? *crop_ : n ? SizeHW{srcs_[0].shape[0], srcs_[0].shape[1]} : SizeHW{0, 0};
-      if (n == 0) return Status::ok();
+    if (n == 0) return Status::ok();
+    if (io.dense(0)) {  // a crop, or inputs of one known size: the whole batch in one launch
+      const SizeHW size = crop_ ? *crop_ : SizeHW{srcs_[0].shape[0], srcs_[0].shape[1]};
       const TensorSpec sp = spec(size.h, size.w, srcs_[0].shape[2]);
-      HDL_ASSIGN_OR_RETURN(TensorView out, crop_ ? io.dense_output(0, sp.shape, sp.dtype, sp.layout)
-                                                 : dense_or_per_sample(io, sp));
-      if (out.data) return kernels::cuda::crop_mirror_normalize(srcs_, windows_, out, o, io.workspace(), io.stream());
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.dense_output(0, sp.shape, sp.dtype, sp.layout));
+      return kernels::cuda::crop_mirror_normalize(srcs_, windows_, out, o, io.workspace(), io.stream());
     }
     // Images of different sizes without a crop: one launch per sample.
     for (int64_t s = 0; s < n; ++s) {
@@ -114,18 +113,6 @@ class CropMirrorNormalizeOp final : public Operator {
   }
 
  private:
-  bool all_same_size() const {
-    for (const auto& v : srcs_)
-      if (v.shape[0] != srcs_[0].shape[0] || v.shape[1] != srcs_[0].shape[1]) return false;
-    return true;
-  }
-  // Without a crop the output is dense only when the input's shape was known before data.
-  static Result<TensorView> dense_or_per_sample(BatchIO& io, const TensorSpec& sp) {
-    auto out = io.dense_output(0, sp.shape, sp.dtype, sp.layout);
-    if (out.is_ok()) return out;
-    return TensorView();  // ragged: the per-sample path
-  }
-
   TensorSpec spec(int64_t h, int64_t w, int64_t c) const {
     if (options_.layout == Layout::kCHW) return TensorSpec{dtype_, Shape{c, h, w}, Layout::kCHW};
     return TensorSpec{dtype_, Shape{h, w, c}, Layout::kHWC};
