@@ -157,6 +157,8 @@ const SourceOperator& Graph::source_op() const {
   return static_cast<const SourceOperator&>(*nodes_[source_].op);
 }
 
+SourceOperator& Graph::source_op() { return static_cast<SourceOperator&>(*nodes_[source_].op); }
+
 Graph Graph::build(const PipelineSpec& pipeline, const OpRegistry& registry) {
   std::vector<NodeSpec> specs = pipeline.nodes();
   if (specs.empty()) throw ConfigError("the pipeline has no operators");

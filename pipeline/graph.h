@@ -41,6 +41,7 @@ class Graph {
   /// Index (in nodes()) of the reader.
   int source() const { return source_; }
   const SourceOperator& source_op() const;
+  SourceOperator& source_op();
   int num_values() const { return static_cast<int>(value_specs_.size()); }
   const TensorSpec& value_spec(int value) const { return value_specs_[value]; }
   /// "decode.images" style name of a value, for messages.

@@ -1,10 +1,16 @@
 #include "pipeline/operator.h"
 
+#include "pipeline/readers/dataset.h"
+
 namespace hdl {
 
 Status Operator::run_batch(BatchIO&) const {
   return Status::unsupported("this operator has no gpu-stage implementation");
 }
+
+int64_t SourceOperator::num_samples() const { return dataset().size(); }
+
+void SourceOperator::prepare(FileSystem&) {}
 
 double SampleIO::scalar_arg(std::string_view name, double fallback) const {
   const ConstTensorView* v = arg_input(name);

@@ -139,8 +139,20 @@ class SourceOperator : public Operator {
     std::string last_batch = "partial";  ///< drop, partial, pad, fill
     bool pad_shards = false;      ///< every shard gets the same number of samples (DDP)
   };
+  /// The files the reader walks (paths and labels).
   virtual const Dataset& dataset() const = 0;
   virtual const Sharding& sharding() const = 0;
+  /// Samples an epoch draws from: one per file by default; a video reader has one per clip.
+  /// SampleInfo::dataset_index counts these. Known once prepare() has returned.
+  virtual int64_t num_samples() const;
+  /// The file (index into dataset()) sample `sample` reads: messages name this file.
+  virtual int64_t file_index(int64_t sample) const { return sample; }
+  /// Called once, before the first sample is planned, on a thread of the pipeline's arena (so
+  /// it may use TBB to work in parallel), with the pipeline's file system: a reader that must
+  /// look into its files to know its samples (a video reader counting frames) does it here.
+  /// Errors are configuration errors (thrown ConfigError); a bad file is not one (it is
+  /// reported when its samples run). Default: nothing.
+  virtual void prepare(FileSystem& file_system);
 };
 
 }  // namespace hdl

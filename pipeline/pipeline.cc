@@ -59,6 +59,7 @@ PipelineState Pipeline::state() const { return impl_->state(); }
 void Pipeline::load_state(const PipelineState& s) { impl_->load_state(s); }
 PipelineStats Pipeline::stats() const { return impl_->stats(); }
 const Dataset& Pipeline::dataset() const { return impl_->dataset(); }
+int64_t Pipeline::num_samples() const { return impl_->num_samples(); }
 const PipelineOptions& Pipeline::options() const { return impl_->options(); }
 std::vector<std::string> Pipeline::output_names() const { return impl_->output_names(); }
 Pipeline::EpochRange Pipeline::epoch_batches() { return EpochRange(this); }

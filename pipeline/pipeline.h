@@ -155,6 +155,9 @@ class Pipeline {
 
   PipelineStats stats() const;
   const Dataset& dataset() const;
+  /// Samples the reader draws from, before sharding: one per file, or one per clip for a video
+  /// reader (SourceOperator::num_samples).
+  int64_t num_samples() const;
   const PipelineOptions& options() const;
   /// "node.output" names of the outputs, in order.
   std::vector<std::string> output_names() const;

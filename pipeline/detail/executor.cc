@@ -47,7 +47,10 @@ ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts
       arena(threads, 0),
       pool(has_stage(graph, Stage::kDevice) ? static_cast<Allocator&>(cuda::pinned_host_allocator()) : host_allocator(),
            opts.max_cached_bytes),
-      counters(graph.nodes().size()) {}
+      counters(graph.nodes().size()) {
+  // A reader that looks into its files to know its samples does it once, in parallel.
+  arena.execute([&] { graph.source_op().prepare(*file_system); });
+}
 
 ExecutorCore::~ExecutorCore() = default;
 
@@ -195,7 +198,8 @@ Status Executor::Core::run_sample(Job& job, int64_t slot, const SampleInfo& info
       c.failures.fetch_add(1, std::memory_order_relaxed);
       const Dataset& d = *info.dataset;
       return Status(st.code(), nodes[n].spec.describe() + ": sample " + std::to_string(info.dataset_index) +
-                                   " \"" + d.path(info.dataset_index) + "\": " + st.message());
+                                   " \"" + d.path(graph.source_op().file_index(info.dataset_index)) +
+                                   "\": " + st.message());
     }
   }
   return Status::ok();
@@ -343,6 +347,7 @@ Executor::Executor(const PipelineSpec& spec, const PipelineOptions& options, con
   const Dataset& d = dataset();
   h = fnv(h, std::to_string(d.size()) + "/" + std::to_string(options.batch_size) + "/" +
                  std::to_string(options.seed));
+  if (const int64_t n = c.graph.source_op().num_samples(); n != d.size()) h = fnv(h, std::to_string(n));
   if (d.size() > 0) h = fnv(fnv(h, d.relative_path(0)), d.relative_path(d.size() - 1));
   fingerprint_ = h;
 }
@@ -360,7 +365,7 @@ bool Executor::has_plan(int64_t epoch) const {
 
 void Executor::set_epoch_order(int64_t epoch, std::vector<int64_t> order) {
   const SourceOperator& src = core_->graph.source_op();
-  auto plan = std::make_shared<const EpochPlan>(std::move(order), src.dataset().size(), core_->options.batch_size,
+  auto plan = std::make_shared<const EpochPlan>(std::move(order), src.num_samples(), core_->options.batch_size,
                                                 src.sharding().last_batch, epoch);
   {
     std::lock_guard lock(plans_mu_);
@@ -386,7 +391,7 @@ std::shared_ptr<const EpochPlan> Executor::plan_for(int64_t epoch) const {
   for (const auto& p : plans_)
     if (p && p->epoch() == epoch) return p;
   const SourceOperator& src = core_->graph.source_op();
-  auto plan = std::make_shared<const EpochPlan>(src.dataset().size(), core_->options.batch_size,
+  auto plan = std::make_shared<const EpochPlan>(src.num_samples(), core_->options.batch_size,
                                                 src.sharding(), core_->options.seed, epoch);
   plans_.push_back(plan);
   if (plans_.size() > 3) plans_.pop_front();
@@ -575,6 +580,7 @@ PipelineStats Executor::stats() const {
 }
 
 const Dataset& Executor::dataset() const { return core_->graph.source_op().dataset(); }
+int64_t Executor::num_samples() const { return core_->graph.source_op().num_samples(); }
 const PipelineOptions& Executor::options() const { return core_->options; }
 
 std::vector<std::string> Executor::output_names() const {

@@ -101,6 +101,7 @@ class Executor {
   void load_state(const PipelineState& state);
   PipelineStats stats() const;
   const Dataset& dataset() const;
+  int64_t num_samples() const;
   const PipelineOptions& options() const;
   std::vector<std::string> output_names() const;
 

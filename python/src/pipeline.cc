@@ -163,6 +163,7 @@ class PyPipeline {
     const Dataset& ds = pipe().dataset();
     py::dict d;
     d["size"] = ds.size();
+    d["samples"] = pipe().num_samples();  // clips for a video reader
     d["root"] = ds.root();
     d["classes"] = ds.classes();
     return d;
