@@ -10,7 +10,7 @@ PACKAGES=(
   libtbb-dev pybind11-dev libgtest-dev libgmock-dev
   python3 python3-dev python3-numpy python3-pil python3-pytest python3-torch python3-torchvision
   nlohmann-json3-dev python3-setuptools python3-wheel python3-pip python3-venv
-  python3-matplotlib linux-perf valgrind
+  python3-matplotlib python3-av linux-perf valgrind
   dpkg-dev xz-utils
   clang libclang-rt-14-dev ccache
 )

@@ -31,6 +31,7 @@ const char* layout_name(Layout l) {
     case Layout::kCHW: return "CHW";
     case Layout::kFHWC: return "FHWC";
     case Layout::kFCHW: return "FCHW";
+    case Layout::kCFHW: return "CFHW";
   }
   return "?";
 }
@@ -39,7 +40,7 @@ int layout_ndim(Layout l) {
   switch (l) {
     case Layout::kNone: return 0;
     case Layout::kHWC: case Layout::kCHW: return 3;
-    case Layout::kFHWC: case Layout::kFCHW: return 4;
+    case Layout::kFHWC: case Layout::kFCHW: case Layout::kCFHW: return 4;
   }
   return 0;
 }

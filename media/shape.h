@@ -76,6 +76,7 @@ enum class Layout : uint8_t {
   kCHW,   ///< planar: what torch models consume
   kFHWC,  ///< frames, height, width, channels: frame-major video
   kFCHW,  ///< frames, channels, height, width
+  kCFHW,  ///< channels, frames, height, width: what 3-D CNNs (torchvision r3d_18, ...) consume
 };
 
 const char* layout_name(Layout l);

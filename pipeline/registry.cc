@@ -13,6 +13,8 @@ const OpRegistry& OpRegistry::builtin() {
     r.add(file_reader_schema());
     // Decoders.
     r.add(image_decoder_schema());
+    r.add(video_reader_schema());
+    r.add(video_decoder_schema());
     // Image geometry.
     r.add(resize_schema());
     r.add(crop_schema());

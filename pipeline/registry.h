@@ -36,6 +36,8 @@ class OpRegistry {
 // Schemas of the builtin operators, one function per operator file (pipeline/operators/).
 OpSchema file_reader_schema();
 OpSchema image_decoder_schema();
+OpSchema video_reader_schema();
+OpSchema video_decoder_schema();
 OpSchema resize_schema();
 OpSchema coin_flip_schema();
 OpSchema random_uniform_schema();

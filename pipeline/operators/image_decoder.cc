@@ -6,6 +6,7 @@
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
 #include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/op_util.h"
 #include "pipeline/readers/dataset.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
@@ -30,45 +31,6 @@ struct DecoderState final : OpState {
   std::vector<uint8_t> pixels;  // the decoded region before it is resized
 };
 
-// A [lo, hi] pair argument with 0 < lo <= hi (scale allows lo == 0).
-void check_range(const NodeSpec& n, const std::string& arg, bool allow_zero) {
-  const auto& v = n.get_floats(arg);
-  if (v[0] > v[1] || v[1] <= 0 || (!allow_zero && v[0] <= 0))
-    throw ConfigError("argument \"" + arg + "\" must be [low, high] with " +
-                      (allow_zero ? "0 <= low <= high, high > 0" : "0 < low <= high") + ", got " +
-                      ArgValue(v).to_string());
-}
-
-RandomResizedCropParams parse_rrc(const NodeSpec& n) {
-  check_range(n, "scale", true);
-  check_range(n, "ratio", false);
-  RandomResizedCropParams p;
-  p.scale_lo = n.get_floats("scale")[0], p.scale_hi = n.get_floats("scale")[1];
-  p.ratio_lo = n.get_floats("ratio")[0], p.ratio_hi = n.get_floats("ratio")[1];
-  p.attempts = static_cast<int>(n.get_int("attempts"));
-  return p;
-}
-
-FusedDecodeArgs parse_fused(const NodeSpec& n) {
-  FusedDecodeArgs f;
-  f.resize = n.get_ints("resize");
-  if (const int64_t m = n.get_int("max_size"); m > 0) f.max_size = m;
-  f.center_crop = crop_size_arg(n.get_ints("center_crop"));
-  f.options.filter = kernels::parse_resize_filter(n.get_string("interpolation").c_str());
-  f.options.antialias = n.get_bool("antialias");
-  f.dct_scaling = n.get_bool("dct_scaling");
-  if (f.max_size && f.resize.size() != 1)
-    throw ConfigError("argument \"max_size\" needs resize [shorter_side]");
-  if (!f.resize.empty()) {
-    try {  // torchvision's rules for size / max_size, at build time
-      kernels::resize_output_size({100, 100}, f.resize, f.max_size);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(std::string("argument \"resize\": ") + e.what());
-    }
-  }
-  return f;
-}
-
 // Sets every element of an HWC uint8 view to 0 (the padding of a crop larger than the image).
 void zero_fill(const TensorView& v) {
   for (int64_t y = 0; y < v.shape[0]; ++y)
@@ -79,7 +41,8 @@ void zero_fill(const TensorView& v) {
 
 class ImageDecoderOp final : public Operator {
  public:
-  explicit ImageDecoderOp(const NodeSpec& n) : rrc_(parse_rrc(n)), fused_(parse_fused(n)) {
+  explicit ImageDecoderOp(const NodeSpec& n) : rrc_(ops::parse_random_resized_crop(n)), fused_(ops::parse_fused_geometry(n)) {
+    fused_.dct_scaling = n.get_bool("dct_scaling");
     request_.color = parse_color(n.get_string("output_type"));
     request_.apply_orientation = n.get_bool("apply_orientation");
     request_.max_pixels = n.get_int("max_pixels");
@@ -197,25 +160,16 @@ OpSchema image_decoder_schema() {
   s.inputs = {{"encoded", "encoded image bytes (uint8, 1-D)"}};
   s.outputs = {{"images", "decoded pixels, HWC uint8"}};
   s.uses_randomness = true;
-  const std::vector<std::string> filters = {"nearest", "bilinear", "bicubic", "box", "lanczos"};
   s.args = {
       {"output_type", ArgType::kString, ArgValue("rgb"), "pixel format: rgb, bgr or gray", one_of({"rgb", "bgr", "gray"})},
       {"apply_orientation", ArgType::kBool, ArgValue(false), "rotate per EXIF orientation (torchvision's PIL loader does not)"},
       {"max_pixels", ArgType::kInt, ArgValue(int64_t{178956970}), "refuse larger images before allocating (decompression bombs; Pillow's limit)", at_least(1)},
       {"max_scans", ArgType::kInt, ArgValue(int64_t{500}), "refuse JPEGs with more scans than this before decoding them (progressive DoS: each scan re-walks the whole image; libjpeg-turbo's own limit); 0: none", in_range(0, 1000000)},
       {"allow_partial", ArgType::kBool, ArgValue(false), "accept truncated images (missing part grey) instead of failing the sample"},
-      {"random_crop", ArgType::kString, ArgValue("none"), "none, or resized: a torchvision RandomResizedCrop window (scale, ratio, attempts) of the (oriented) image", one_of({"none", "resized"})},
-      {"scale", ArgType::kFloats, ArgValue({0.08, 1.0}), "random_crop: range of the window's area fraction", all_of({list_size({2}), at_least(0)})},
-      {"ratio", ArgType::kFloats, ArgValue({3.0 / 4.0, 4.0 / 3.0}), "random_crop: range of the window's aspect ratio (w / h), sampled log-uniformly", all_of({list_size({2}), at_least(0)})},
-      {"attempts", ArgType::kInt, ArgValue(10), "random_crop: tries before the central-crop fallback", at_least(0)},
-      {"resize", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] none, [s] shorter side to s (torchvision Resize(int)), or [h, w]", all_of({list_size({0, 1, 2}), at_least(1)})},
-      {"max_size", ArgType::kInt, ArgValue(0), "if > 0, the longer side after resize [s] is at most this", at_least(0)},
-      {"interpolation", ArgType::kString, ArgValue("bilinear"), "nearest, bilinear, bicubic, box or lanczos", one_of(filters)},
-      {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling, as torchvision antialias=True and PIL"},
-      {"center_crop", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] none, [s] or [h, w]: torchvision CenterCrop after the resize (padded with 0 where larger)", all_of({list_size({0, 1, 2}), at_least(1)})},
       {"dct_scaling", ArgType::kBool, ArgValue(true), "let the JPEG decoder reduce by 1/2, 1/4, 1/8 while the decoded region stays >= 2x the resized size (false: exact)"},
       {"index_cache_mb", ArgType::kInt, ArgValue(int64_t{512}), "memory for JPEG entry-point indexes (about 10% of a file's size, shared out over the dataset), built on a file's first region decode, so that later epochs Huffman-decode only the MCUs around the region (same pixels); 0: off", at_least(0)},
   };
+  for (ArgSchema& a : ops::fused_geometry_args("image")) s.args.push_back(std::move(a));
   s.stages = {Stage::kCpu, Stage::kMixed};
   s.create = [](const NodeSpec& n) { return std::make_unique<ImageDecoderOp>(n); };
   return s;

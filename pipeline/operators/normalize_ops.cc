@@ -50,11 +50,15 @@ class CropMirrorNormalizeOp final : public Operator {
         pos_y_(n.get_float("crop_pos_y")), mirror_(n.get_int("mirror") != 0),
         dtype_(parse_dtype(n.get_string("dtype"))) {
     options_.norm = parse_norm(n);
-    options_.layout = ops::parse_layout(n.get_string("output_layout"));
+    const std::string& layout = n.get_string("output_layout");
+    clip_channels_first_ = layout == "CFHW";
+    options_.layout = ops::parse_layout(clip_channels_first_ ? "CHW" : layout);
     options_.fill = static_cast<float>(n.get_float("fill"));
   }
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    if (in[0].shape.ndim() == 4) return {clip_spec(in[0])};
+    if (clip_channels_first_) throw ConfigError("output_layout \"CFHW\" is for clips ([T, H, W, C] input)");
     ops::require_hwc(in[0], {DType::kU8, DType::kF32});
     if (device_ && in[0].dtype != DType::kU8)
       throw ConfigError("on the gpu stage the input must be uint8 (float32 input runs on the cpu stage)");
@@ -68,16 +72,35 @@ class CropMirrorNormalizeOp final : public Operator {
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
+    const bool clip = in.ndim() == 4;  // [T, H, W, C]: the same window and mirror for every frame
+    const int64_t h = in.shape[clip ? 1 : 0], w = in.shape[clip ? 2 : 1], c = in.shape[clip ? 3 : 2];
     HDL_ASSIGN_OR_RETURN(double px, ops::float_arg(io, "crop_pos_x", pos_x_, 0, 1));
     HDL_ASSIGN_OR_RETURN(double py, ops::float_arg(io, "crop_pos_y", pos_y_, 0, 1));
-    const SizeHW size = crop_ ? *crop_ : SizeHW{in.shape[0], in.shape[1]};
+    const SizeHW size = crop_ ? *crop_ : SizeHW{h, w};
     kernels::CropMirrorNormalizeOptions o = options_;
-    o.top = crop_offset(in.shape[0], size.h, py);
-    o.left = crop_offset(in.shape[1], size.w, px);
+    o.top = crop_offset(h, size.h, py);
+    o.left = crop_offset(w, size.w, px);
     o.mirror = ops::flag_arg(io, "mirror", mirror_);
-    const TensorSpec s = spec(size.h, size.w, in.shape[2]);
+    if (!clip) {
+      const TensorSpec s = spec(size.h, size.w, c);
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s.shape, s.dtype, s.layout));
+      return kernels::crop_mirror_normalize(in, out, o);
+    }
+    const TensorSpec s = clip_spec({in.dtype, in.shape, in.layout});
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s.shape, s.dtype, s.layout));
-    return kernels::crop_mirror_normalize(in, out, o);
+    const size_t elem = dtype_size(out.dtype);
+    for (int64_t f = 0; f < in.shape[0]; ++f) {
+      ConstTensorView frame(static_cast<const uint8_t*>(in.data) + f * in.strides[0] * dtype_size(in.dtype),
+                            Shape{h, w, c}, in.dtype, Layout::kHWC);
+      frame.strides = Shape{in.strides[1], in.strides[2], in.strides[3]};
+      // The frame's [C, h, w] or [h, w, C] window of the output: dims other than the frame's.
+      const int fdim = clip_channels_first_ ? 1 : 0, a = fdim == 0 ? 1 : 0;
+      TensorView dst(static_cast<uint8_t*>(out.data) + f * out.strides[fdim] * elem,
+                     Shape{out.shape[a], out.shape[2], out.shape[3]}, out.dtype, options_.layout);
+      dst.strides = Shape{out.strides[a], out.strides[2], out.strides[3]};
+      HDL_RETURN_IF_ERROR(kernels::crop_mirror_normalize(frame, dst, o));
+    }
+    return Status::ok();
   }
 
   Status run_batch(BatchIO& io) const override {
@@ -118,7 +141,24 @@ class CropMirrorNormalizeOp final : public Operator {
     return TensorSpec{dtype_, Shape{h, w, c}, Layout::kHWC};
   }
 
+  // A clip's output: [T, C, h, w] (CHW), [T, h, w, C] (HWC) or [C, T, h, w] (CFHW).
+  TensorSpec clip_spec(const TensorSpec& in) const {
+    if (device_) throw ConfigError("clips ([T, H, W, C] input) run on the cpu stage");
+    if (in.layout != Layout::kFHWC || (in.dtype != DType::kU8 && in.dtype != DType::kF32))
+      throw ConfigError("input must be HWC images or FHWC clips, uint8 or float32, got " +
+                        std::string(dtype_name(in.dtype)) + " " + layout_name(in.layout) + " " + in.shape.to_string());
+    if (dtype_ == DType::kU8 && in.dtype != DType::kU8)
+      throw ConfigError("dtype \"uint8\" needs uint8 input (it only crops, mirrors and transposes)");
+    const int64_t t = in.shape[0], c = in.shape[3];
+    check_channels(options_.norm, c);
+    const int64_t h = crop_ ? crop_->h : in.shape[1], w = crop_ ? crop_->w : in.shape[2];
+    if (clip_channels_first_) return TensorSpec{dtype_, Shape{c, t, h, w}, Layout::kCFHW};
+    if (options_.layout == Layout::kCHW) return TensorSpec{dtype_, Shape{t, c, h, w}, Layout::kFCHW};
+    return TensorSpec{dtype_, Shape{t, h, w, c}, Layout::kFHWC};
+  }
+
   bool device_;
+  bool clip_channels_first_ = false;
   std::optional<SizeHW> crop_;
   double pos_x_, pos_y_;
   bool mirror_;
@@ -182,8 +222,8 @@ OpSchema crop_mirror_normalize_schema() {
           "CenterCrop + hflip + ToTensor + Normalize: out = (x / scale - mean) / std in float32, "
           "then rounded to dtype. uint8 output only crops, mirrors and transposes. Window pixels "
           "outside the image read as `fill`.";
-  s.inputs = {{"images", "HWC uint8 or float32"}};
-  s.outputs = {{"images", "[C, h, w] (CHW) or [h, w, C] (HWC) of dtype"}};
+  s.inputs = {{"images", "HWC uint8 or float32 images, or FHWC clips ([T, H, W, C]: every frame gets the same window and mirror)"}};
+  s.outputs = {{"images", "[C, h, w] (CHW) or [h, w, C] (HWC) of dtype; clips: [T, C, h, w] (CHW), [T, h, w, C] (HWC) or [C, T, h, w] (CFHW)"}};
   s.args = {
       {"crop", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] (no crop), [s] or [h, w]", all_of({list_size({0, 1, 2}), at_least(1)})},
       {"crop_pos_x", ArgType::kFloat, ArgValue(0.5), "relative horizontal window position (0.5: CenterCrop)", in_range(0, 1), true},
@@ -193,7 +233,7 @@ OpSchema crop_mirror_normalize_schema() {
       std_arg(),
       scale_arg(),
       {"dtype", ArgType::kString, ArgValue("float32"), "float32, float16, bfloat16 or uint8", one_of({"float32", "float16", "bfloat16", "uint8"})},
-      {"output_layout", ArgType::kString, ArgValue("CHW"), "CHW or HWC", one_of({"CHW", "HWC"})},
+      {"output_layout", ArgType::kString, ArgValue("CHW"), "CHW or HWC; for clips also CFHW (channels first, as 3-D CNNs take)", one_of({"CHW", "HWC", "CFHW"})},
       {"fill", ArgType::kFloat, ArgValue(0.0), "source value of window pixels outside the image"},
   };
   s.stages = {Stage::kCpu, Stage::kDevice};

@@ -65,4 +65,61 @@ void check_fill(const std::vector<double>& fill, int64_t channels, const char* a
                     " values for " + std::to_string(channels) + " channels");
 }
 
+namespace {
+
+// A [lo, hi] pair argument with 0 < lo <= hi (scale allows lo == 0).
+void check_range(const NodeSpec& n, const std::string& arg, bool allow_zero) {
+  const auto& v = n.get_floats(arg);
+  if (v[0] > v[1] || v[1] <= 0 || (!allow_zero && v[0] <= 0))
+    throw ConfigError("argument \"" + arg + "\" must be [low, high] with " +
+                      (allow_zero ? "0 <= low <= high, high > 0" : "0 < low <= high") + ", got " +
+                      ArgValue(v).to_string());
+}
+
+}  // namespace
+
+std::vector<ArgSchema> fused_geometry_args(const std::string& what) {
+  const std::vector<std::string> filters = {"nearest", "bilinear", "bicubic", "box", "lanczos"};
+  return {
+      {"random_crop", ArgType::kString, ArgValue("none"), "none, or resized: a torchvision RandomResizedCrop window (scale, ratio, attempts) of the " + what, one_of({"none", "resized"})},
+      {"scale", ArgType::kFloats, ArgValue({0.08, 1.0}), "random_crop: range of the window's area fraction", all_of({list_size({2}), at_least(0)})},
+      {"ratio", ArgType::kFloats, ArgValue({3.0 / 4.0, 4.0 / 3.0}), "random_crop: range of the window's aspect ratio (w / h), sampled log-uniformly", all_of({list_size({2}), at_least(0)})},
+      {"attempts", ArgType::kInt, ArgValue(10), "random_crop: tries before the central-crop fallback", at_least(0)},
+      {"resize", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] none, [s] shorter side to s (torchvision Resize(int)), or [h, w]", all_of({list_size({0, 1, 2}), at_least(1)})},
+      {"max_size", ArgType::kInt, ArgValue(0), "if > 0, the longer side after resize [s] is at most this", at_least(0)},
+      {"interpolation", ArgType::kString, ArgValue("bilinear"), "nearest, bilinear, bicubic, box or lanczos", one_of(filters)},
+      {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling, as torchvision antialias=True and PIL"},
+      {"center_crop", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] none, [s] or [h, w]: torchvision CenterCrop after the resize (padded with 0 where larger)", all_of({list_size({0, 1, 2}), at_least(1)})},
+  };
+}
+
+RandomResizedCropParams parse_random_resized_crop(const NodeSpec& n) {
+  check_range(n, "scale", true);
+  check_range(n, "ratio", false);
+  RandomResizedCropParams p;
+  p.scale_lo = n.get_floats("scale")[0], p.scale_hi = n.get_floats("scale")[1];
+  p.ratio_lo = n.get_floats("ratio")[0], p.ratio_hi = n.get_floats("ratio")[1];
+  p.attempts = static_cast<int>(n.get_int("attempts"));
+  return p;
+}
+
+FusedDecodeArgs parse_fused_geometry(const NodeSpec& n) {
+  FusedDecodeArgs f;
+  f.resize = n.get_ints("resize");
+  if (const int64_t m = n.get_int("max_size"); m > 0) f.max_size = m;
+  f.center_crop = crop_size_arg(n.get_ints("center_crop"));
+  f.options.filter = kernels::parse_resize_filter(n.get_string("interpolation").c_str());
+  f.options.antialias = n.get_bool("antialias");
+  if (f.max_size && f.resize.size() != 1)
+    throw ConfigError("argument \"max_size\" needs resize [shorter_side]");
+  if (!f.resize.empty()) {
+    try {  // torchvision's rules for size / max_size, at build time
+      kernels::resize_output_size({100, 100}, f.resize, f.max_size);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("argument \"resize\": ") + e.what());
+    }
+  }
+  return f;
+}
+
 }  // namespace hdl::ops

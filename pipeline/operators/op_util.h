@@ -11,6 +11,7 @@
 
 #include "media/api.h"
 #include "pipeline/errors.h"
+#include "pipeline/operators/decode_geometry.h"
 #include "pipeline/operator.h"
 #include "pipeline/schema.h"
 
@@ -63,6 +64,16 @@ ArgValidator odd_positive();
 /// Throws ConfigError naming `arg` unless `fill` has 0, 1 or `channels` values (channels < 0:
 /// not known yet, anything goes).
 void check_fill(const std::vector<double>& fill, int64_t channels, const char* arg = "fill");
+
+/// The fused decoders' geometry arguments, shared by image_decoder and the video operators:
+/// random_crop, scale, ratio, attempts (RandomResizedCrop), resize, max_size, interpolation,
+/// antialias (Resize), center_crop (CenterCrop). `what` names the thing cropped ("image").
+std::vector<ArgSchema> fused_geometry_args(const std::string& what);
+/// Parses and checks scale / ratio / attempts (ConfigError naming the argument).
+RandomResizedCropParams parse_random_resized_crop(const NodeSpec& n);
+/// Parses and checks resize / max_size / center_crop / interpolation / antialias by
+/// torchvision's rules, at build time (dct_scaling is left at its default).
+FusedDecodeArgs parse_fused_geometry(const NodeSpec& n);
 
 }  // namespace hdl::ops
 HDL_API_END

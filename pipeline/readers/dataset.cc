@@ -21,6 +21,12 @@ const std::vector<std::string>& default_image_extensions() {
   return ext;
 }
 
+const std::vector<std::string>& default_video_extensions() {
+  static const std::vector<std::string> ext = {".mp4", ".avi", ".mkv", ".webm", ".mov", ".m4v", ".mpg",
+                                               ".mpeg", ".ogv", ".flv", ".wmv", ".3gp", ".ts"};
+  return ext;
+}
+
 namespace {
 
 bool has_extension(std::string_view name, const std::vector<std::string>& lowered) {

@@ -20,6 +20,8 @@ namespace hdl {
 
 /// torchvision's IMG_EXTENSIONS.
 const std::vector<std::string>& default_image_extensions();
+/// Video file name endings: .mp4 .avi .mkv .webm .mov .m4v .mpg .mpeg .ogv .flv .wmv .3gp .ts.
+const std::vector<std::string>& default_video_extensions();
 
 class Dataset {
  public:

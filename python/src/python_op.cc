@@ -26,9 +26,9 @@ SharedFunction share(py::object f) {
 
 Layout parse_layout(const std::string& s) {
   if (s.empty() || s == "none") return Layout::kNone;
-  for (Layout l : {Layout::kHWC, Layout::kCHW, Layout::kFHWC, Layout::kFCHW})
+  for (Layout l : {Layout::kHWC, Layout::kCHW, Layout::kFHWC, Layout::kFCHW, Layout::kCFHW})
     if (s == layout_name(l)) return l;
-  throw ConfigError("argument \"output_layout\" must be one of \"\", HWC, CHW, FHWC, FCHW, got \"" + s + "\"");
+  throw ConfigError("argument \"output_layout\" must be one of \"\", HWC, CHW, FHWC, FCHW, CFHW, got \"" + s + "\"");
 }
 
 class PythonFunction final : public Operator {

@@ -1,0 +1,146 @@
+// Video: metadata (probe) and clip decoding with FFmpeg (libavformat demux, libavcodec decode,
+// libswscale colour conversion), reading through the pipeline's RandomAccessFile so that only
+// the bytes a clip needs are read, and a file system under test (fault injection) sees every
+// read.
+//
+// Frames are numbered in presentation order: frame i is the i-th smallest presentation
+// timestamp among the video stream's packets, as probe() finds them by demuxing the file (no
+// decoding). That numbering is what torchvision's VideoClips and `ffmpeg -i F -f rawvideo`
+// use, and it is exact for B-frames, open GOPs and variable frame rates. decode() seeks to the
+// keyframe at or before the first frame it needs, decodes forward, keeps the frames asked for
+// and identifies each decoded frame by its timestamp, so a demuxer that seeks imprecisely
+// costs time, never wrong frames.
+//
+// Pixels: RGB (or gray) uint8, converted by libswscale with the settings of the ffmpeg CLI's
+// automatic conversion (the frame's colour matrix and range, bicubic flags), so decoded frames
+// equal `ffmpeg -i F -f rawvideo -pix_fmt rgb24 -` byte for byte; rotation metadata (the
+// display matrix: 90, 180, 270 degrees) is applied as the CLI's autorotate does.
+//
+// Bad input (truncated files, corrupt packets, no video stream, zero frames, a frame asked for
+// that the file does not have) is a Status naming the problem, never a crash or a hang.
+//
+// Thread safety: a VideoDecoder is used by one thread at a time (the pipeline keeps one per
+// worker thread; it reuses its FFmpeg contexts and buffers across calls); distinct instances
+// run concurrently. VideoInfo is a value.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "decoders/decoder.h"
+#include "media/api.h"
+#include "media/status.h"
+#include "media/tensor.h"
+
+HDL_API_BEGIN
+namespace hdl {
+
+class RandomAccessFile;  // pipeline/file_system.h
+
+/// What probe() finds: the first video stream's properties and every frame's timestamp.
+struct VideoInfo {
+  std::string container;     ///< libavformat's name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
+  std::string codec;         ///< libavcodec's name, e.g. "h264"
+  std::string pixel_format;  ///< as decoded, e.g. "yuv420p"
+  int stream_index = -1;     ///< the video stream within the container
+  int64_t width = 0;         ///< coded frame size, before rotation
+  int64_t height = 0;
+  int rotation = 0;          ///< clockwise degrees the display matrix asks for: 0, 90, 180, 270
+  int64_t time_base_num = 1; ///< timestamps are in units of num/den seconds
+  int64_t time_base_den = 1;
+  /// Presentation timestamps of every frame, ascending (frame i's is pts[i]).
+  std::vector<int64_t> pts;
+  /// Indices (into pts) of the frames whose packets are keyframes, ascending; never empty for
+  /// a video with frames (the first frame counts as a seek point if the container flags none).
+  std::vector<int64_t> keyframes;
+  /// True when some packet has no timestamp, so that frames are numbered by decode order and
+  /// every decode starts from the beginning of the file (slow but right; rare: raw streams).
+  bool sequential = false;
+  /// Duration of the last frame in time_base units (the packet's, or the mean frame spacing).
+  int64_t last_frame_duration = 0;
+
+  int64_t num_frames() const { return static_cast<int64_t>(pts.size()); }
+  /// Frame size as displayed (rotation 90/270 swaps the sides).
+  int64_t display_width() const { return rotation % 180 ? height : width; }
+  int64_t display_height() const { return rotation % 180 ? width : height; }
+  /// Seconds from the first frame's timestamp to frame i's.
+  double frame_time(int64_t i) const;
+  /// Seconds from the first frame to the end of the last.
+  double duration() const;
+  /// Frames per second: (num_frames - 1) / (last pts - first pts), or 0 with < 2 frames.
+  double average_fps() const;
+};
+
+struct VideoDecoderOptions {
+  /// Decoder threads per instance: 1 (the pipeline's workers decode clips in parallel; the
+  /// default), n, or 0 for libavcodec's choice (frame and slice threading; pays when few long
+  /// videos are decoded at once).
+  int threads = 1;
+  ColorFormat color = ColorFormat::kRGB;
+  /// Apply the display matrix's rotation (as `ffmpeg` does by default).
+  bool apply_rotation = true;
+  /// Refuse videos whose frames have more pixels than this (width * height) before decoding.
+  int64_t max_frame_pixels = int64_t(1) << 26;
+};
+
+/// Counters of one decode() call, for operator statistics.
+struct VideoDecodeReport {
+  int64_t frames_decoded = 0;  ///< frames that came out of the decoder, kept or not
+  int64_t seeks = 0;           ///< seeks made (the first counts)
+  int64_t packets = 0;         ///< packets sent to the decoder
+};
+
+class VideoDecoder {
+ public:
+  explicit VideoDecoder(VideoDecoderOptions options = {});
+  ~VideoDecoder();
+  VideoDecoder(const VideoDecoder&) = delete;
+  VideoDecoder& operator=(const VideoDecoder&) = delete;
+
+  const VideoDecoderOptions& options() const { return options_; }
+
+  /// Reads the container and demuxes every packet of the first video stream (no decoding):
+  /// timestamps, keyframes, size, rotation. Errors: kInvalidData (not a video, no video
+  /// stream, no frames, corrupt container), kUnsupported (no decoder for the codec), I/O errors.
+  Result<VideoInfo> probe(const RandomAccessFile& file);
+
+  /// Called with each kept frame: its position k in `frames` and its pixels, [H, W, C] uint8
+  /// in display orientation (H, W = info.display_height(), display_width()), valid during the
+  /// call only. Returning an error stops the decode with that error.
+  using FrameSink = std::function<Status(int64_t k, const ConstTensorView& frame)>;
+
+  /// Decodes the frames with indices `frames` (ascending; repeats allowed, each occurrence
+  /// delivered) of the video `info` describes (from probe() of the same file), calling `sink`
+  /// once per element of `frames`, in order. Seeks to the keyframe at or before each needed
+  /// frame when that skips decoding. Errors: a frame index outside [0, num_frames), frames
+  /// not ascending, a frame the decoder never produces ("truncated or corrupt"), decoder errors.
+  Status decode(const RandomAccessFile& file, const VideoInfo& info, std::span<const int64_t> frames,
+                const FrameSink& sink, VideoDecodeReport* report = nullptr);
+
+  /// decode() straight into `out`: [T, H, W, C] uint8 with T = frames.size(), H, W the display
+  /// size, C = color_channels(options().color); rows may be strided (a slot of a batch). Each
+  /// frame is converted straight into its place (no intermediate copy).
+  Status decode_into(const RandomAccessFile& file, const VideoInfo& info, std::span<const int64_t> frames,
+                     const TensorView& out, VideoDecodeReport* report = nullptr);
+
+  /// Decodes frames without converting them to RGB (decode-only throughput; validation): the
+  /// number of frames decoded is in the report. Same errors as decode().
+  Status decode_only(const RandomAccessFile& file, const VideoInfo& info, std::span<const int64_t> frames,
+                     VideoDecodeReport* report = nullptr);
+
+ private:
+  struct Impl;
+  VideoDecoderOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A RandomAccessFile over bytes in memory (not owned: they must outlive the object), for
+/// videos that are already in memory (e.g. the output of file_reader).
+std::unique_ptr<RandomAccessFile> memory_file(std::span<const uint8_t> bytes);
+
+}  // namespace hdl
+HDL_API_END

@@ -1,0 +1,418 @@
+// Video operators: video_reader (a source: clips of the videos of a folder tree or file list,
+// read and decoded) and video_decoder (one clip from a video's bytes in memory).
+//
+// Both decode through decoders/video_decoder.h (FFmpeg) into the clip's slot of the batch,
+// optionally fused with the image_decoder's geometry (RandomResizedCrop, Resize, CenterCrop):
+// one window is drawn per clip and every frame is cropped and resized with it, straight from
+// the decoder's frame into the slot.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include "decoders/video_decoder.h"
+#include "pipeline/errors.h"
+#include "pipeline/file_system.h"
+#include "pipeline/operator.h"
+#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/op_util.h"
+#include "pipeline/readers/clip_sampler.h"
+#include "pipeline/readers/dataset.h"
+#include "pipeline/registry.h"
+#include "pipeline/spec.h"
+
+namespace hdl {
+namespace {
+
+ColorFormat parse_color(const std::string& s) {
+  if (s == "rgb") return ColorFormat::kRGB;
+  if (s == "bgr") return ColorFormat::kBGR;
+  return ColorFormat::kGray;
+}
+
+struct VideoState final : OpState {
+  explicit VideoState(const VideoDecoderOptions& o) : decoder(o) {}
+  VideoDecoder decoder;
+  kernels::ResizeWorkspace resize;
+};
+
+// Counters shared by the worker threads.
+struct VideoCounters {
+  std::atomic<int64_t> probes{0}, clips{0}, frames_decoded{0}, seeks{0}, packets{0};
+  void add(const VideoDecodeReport& r) {
+    clips.fetch_add(1, std::memory_order_relaxed);
+    frames_decoded.fetch_add(r.frames_decoded, std::memory_order_relaxed);
+    seeks.fetch_add(r.seeks, std::memory_order_relaxed);
+    packets.fetch_add(r.packets, std::memory_order_relaxed);
+  }
+  std::vector<std::pair<std::string, int64_t>> list() const {
+    return {{"video_probes", probes.load()},        {"video_clips", clips.load()},
+            {"video_frames_decoded", frames_decoded.load()}, {"video_seeks", seeks.load()},
+            {"video_packets", packets.load()}};
+  }
+};
+
+ClipSampling parse_sampling(const NodeSpec& n, ClipSampler sampler) {
+  ClipSampling s;
+  s.sampler = sampler;
+  s.frames_per_clip = n.get_int("frames_per_clip");
+  s.step = n.get_int("step");
+  s.frame_rate = n.get_float("frame_rate");
+  if (s.frame_rate < 0) throw ConfigError("argument \"frame_rate\" must be >= 0 (0: the video's own frames)");
+  return s;
+}
+
+// What both operators do once a clip's frames are chosen: decode them into the output, each
+// frame cropped and resized with one window per clip.
+class ClipDecode {
+ public:
+  explicit ClipDecode(const NodeSpec& n)
+      : rrc_(ops::parse_random_resized_crop(n)), fused_(ops::parse_fused_geometry(n)),
+        frames_per_clip_(n.get_int("frames_per_clip")) {
+    options_.color = parse_color(n.get_string("output_type"));
+    options_.apply_rotation = n.get_bool("apply_rotation");
+    options_.threads = static_cast<int>(n.get_int("decoder_threads"));
+    options_.max_frame_pixels = n.get_int("max_frame_pixels");
+    fused_.dct_scaling = false;  // a video frame is decoded whole
+    random_crop_ = n.get_string("random_crop") == "resized";
+    fused_on_ = random_crop_ || !fused_.resize.empty() || fused_.center_crop.has_value();
+    count_only_ = n.get_string("output") == "count";
+    if (count_only_ && fused_on_)
+      throw ConfigError("output \"count\" decodes without pixels: it takes no random_crop, resize or center_crop");
+  }
+
+  const VideoDecoderOptions& decoder_options() const { return options_; }
+
+  TensorSpec spec() const {
+    if (count_only_) return TensorSpec{DType::kI64, Shape{}, Layout::kNone};
+    const int64_t t = frames_per_clip_ > 0 ? frames_per_clip_ : -1;
+    const int64_t c = color_channels(options_.color);
+    if (fused_.center_crop) return {DType::kU8, Shape{t, fused_.center_crop->h, fused_.center_crop->w, c}, Layout::kFHWC};
+    if (fused_.resize.size() == 2) return {DType::kU8, Shape{t, fused_.resize[0], fused_.resize[1], c}, Layout::kFHWC};
+    return {DType::kU8, Shape{t, -1, -1, c}, Layout::kFHWC};
+  }
+
+  Status run(SampleIO& io, VideoState& st, const RandomAccessFile& file, const VideoInfo& info,
+             const std::vector<int64_t>& frames, int output, VideoCounters& counters) const {
+    VideoDecodeReport report;
+    if (count_only_) {
+      HDL_RETURN_IF_ERROR(st.decoder.decode_only(file, info, frames, &report));
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(output, Shape{}, DType::kI64, Layout::kNone));
+      *out.typed<int64_t>() = static_cast<int64_t>(frames.size());
+      counters.add(report);
+      return Status::ok();
+    }
+    const int64_t t = static_cast<int64_t>(frames.size()), c = color_channels(options_.color);
+    const SizeHW image{options_.apply_rotation ? info.display_height() : info.height,
+                       options_.apply_rotation ? info.display_width() : info.width};
+    if (!fused_on_) {
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(output, Shape{t, image.h, image.w, c}, DType::kU8, Layout::kFHWC));
+      HDL_RETURN_IF_ERROR(st.decoder.decode_into(file, info, frames, out, &report));
+      counters.add(report);
+      return Status::ok();
+    }
+    CropWindow window{0, 0, image.h, image.w};
+    if (random_crop_) {
+      StreamDraws draws(io.rng());
+      window = random_resized_crop_window(image, rrc_, draws);
+    }
+    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_decode(image, window, fused_, 1, st.resize));
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(output, Shape{t, plan.out_size.h, plan.out_size.w, c},
+                                                   DType::kU8, Layout::kFHWC));
+    const bool padded = !(plan.dst_size == plan.out_size);
+    auto sink = [&](int64_t k, const ConstTensorView& frame) -> Status {
+      TensorView slot(static_cast<uint8_t*>(out.data) + k * out.strides[0], Shape{plan.out_size.h, plan.out_size.w, c},
+                      DType::kU8, Layout::kHWC);
+      slot.strides = Shape{out.strides[1], out.strides[2], out.strides[3]};
+      if (padded)
+        for (int64_t y = 0; y < plan.out_size.h; ++y)
+          std::memset(slot.typed<uint8_t>() + y * slot.strides[0], 0, static_cast<size_t>(plan.out_size.w * c));
+      const TensorView target = slot.crop_hw(plan.dst_in_output.y, plan.dst_in_output.x, plan.dst_size.h, plan.dst_size.w);
+      const ConstTensorView region = frame.crop_hw(plan.roi.y, plan.roi.x, plan.roi.h, plan.roi.w);
+      if (!plan.resample) {
+        copy(region, target);
+        return Status::ok();
+      }
+      return kernels::resize_window(region, plan.src_origin, plan.full_in, target, plan.dst_origin, plan.full_out,
+                                    fused_.options, st.resize);
+    };
+    HDL_RETURN_IF_ERROR(st.decoder.decode(file, info, frames, sink, &report));
+    counters.add(report);
+    return Status::ok();
+  }
+
+ private:
+  VideoDecoderOptions options_;
+  RandomResizedCropParams rrc_;
+  FusedDecodeArgs fused_;
+  int64_t frames_per_clip_;
+  bool random_crop_ = false, fused_on_ = false, count_only_ = false;
+};
+
+// The metadata of every video, probed once (by prepare() for the contiguous sampler, else by
+// the first worker that needs it) and kept for the pipeline's life. A failed probe is not kept:
+// the next sample of that video tries again (the file may have been fixed or the error
+// transient), and its error follows the error policy.
+class InfoCache {
+ public:
+  explicit InfoCache(int64_t videos) : infos_(static_cast<size_t>(videos)) {}
+
+  std::shared_ptr<const VideoInfo> find(int64_t v) const {
+    std::lock_guard lock(mu_[static_cast<size_t>(v) % kStripes]);
+    return infos_[static_cast<size_t>(v)];
+  }
+  void put(int64_t v, std::shared_ptr<const VideoInfo> info) {
+    std::lock_guard lock(mu_[static_cast<size_t>(v) % kStripes]);
+    infos_[static_cast<size_t>(v)] = std::move(info);
+  }
+
+ private:
+  static constexpr size_t kStripes = 64;
+  mutable std::array<std::mutex, kStripes> mu_;
+  std::vector<std::shared_ptr<const VideoInfo>> infos_;
+};
+
+std::vector<ArgSchema> clip_args() {
+  return {
+      {"frames_per_clip", ArgType::kInt, ArgValue(16), "frames in a clip; 0: the whole video as one clip", at_least(0)},
+      {"step", ArgType::kInt, ArgValue(1), "timeline positions between a clip's frames (2: every other frame)", at_least(1)},
+      {"frame_rate", ArgType::kFloat, ArgValue(0.0), "> 0: sample the video at this many frames per second by timestamp (variable frame rate videos included; torchvision VideoClips' frame_rate); 0: the video's own frames", at_least(0)},
+  };
+}
+
+std::vector<ArgSchema> decode_args() {
+  std::vector<ArgSchema> a = {
+      {"output_type", ArgType::kString, ArgValue("rgb"), "pixel format: rgb, bgr or gray", one_of({"rgb", "bgr", "gray"})},
+      {"apply_rotation", ArgType::kBool, ArgValue(true), "rotate frames as the file's display matrix says (as the ffmpeg CLI does)"},
+      {"decoder_threads", ArgType::kInt, ArgValue(1), "FFmpeg threads per decoder: 1 (clips decode in parallel on the pipeline's threads), n, or 0 for FFmpeg's choice", in_range(0, 64)},
+      {"max_frame_pixels", ArgType::kInt, ArgValue(int64_t{1} << 26), "refuse videos with larger frames before decoding", at_least(1)},
+      {"output", ArgType::kString, ArgValue("frames"), "frames: [T, H, W, C] uint8 pixels; count: decode only (no pixel conversion), output the number of frames (benchmarks, validation)", one_of({"frames", "count"})},
+  };
+  for (ArgSchema& g : ops::fused_geometry_args("first frame, the same for every frame of the clip")) a.push_back(std::move(g));
+  return a;
+}
+
+class VideoReader final : public SourceOperator {
+ public:
+  explicit VideoReader(const NodeSpec& n)
+      : sampling_(parse_sampling(n, parse_clip_sampler(n.get_string("sampler")))), decode_(n) {
+    const std::string& root = n.get_string("file_root");
+    const std::string& list = n.get_string("file_list");
+    if (root.empty() && list.empty())
+      throw ConfigError("give file_root (a folder tree of class folders of videos) or file_list (a text file of "
+                        "\"path label\" lines)");
+    dataset_ = list.empty() ? Dataset::image_folder(root, n.get_strings("extensions"), n.get_bool("allow_empty_classes"))
+                            : Dataset::file_list(list, root);
+    sampling_.clips_per_video = n.get_int("clips_per_video");
+    sampling_.clip_stride = n.get_int("clip_stride");
+    sharding_.shard_id = n.get_int("shard_id");
+    sharding_.num_shards = n.get_int("num_shards");
+    if (sharding_.shard_id >= sharding_.num_shards)
+      throw ConfigError("argument \"shard_id\" must be < num_shards (" + std::to_string(sharding_.num_shards) +
+                        "), got " + std::to_string(sharding_.shard_id));
+    sharding_.shuffle = n.get_bool("shuffle");
+    sharding_.shuffle_buffer = n.get_int("shuffle_buffer");
+    sharding_.last_batch = n.get_string("last_batch");
+    sharding_.pad_shards = n.get_bool("pad_shards");
+    if (sampling_.frames_per_clip == 0 && sampling_.sampler != ClipSampler::kContiguous && sampling_.clips_per_video != 1)
+      throw ConfigError("frames_per_clip 0 (the whole video) takes clips_per_video 1");
+    infos_ = std::make_unique<InfoCache>(dataset_.size());
+  }
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec>) const override {
+    const int64_t t = sampling_.frames_per_clip > 0 ? sampling_.frames_per_clip : -1;
+    return {decode_.spec(), TensorSpec{DType::kI64, Shape{}, Layout::kNone},
+            TensorSpec{DType::kI64, Shape{t}, Layout::kNone}, TensorSpec{DType::kI64, Shape{}, Layout::kNone}};
+  }
+
+  void prepare(FileSystem& fs) override {
+    if (sampling_.sampler != ClipSampler::kContiguous) {  // the metadata is read lazily
+      clip_offsets_.clear();
+      return;
+    }
+    const int64_t videos = dataset_.size();
+    std::vector<int64_t> clips(static_cast<size_t>(videos));
+    tbb::enumerable_thread_specific<VideoDecoder> decoders(decode_.decoder_options());
+    tbb::parallel_for(int64_t{0}, videos, [&](int64_t v) {
+      Result<std::shared_ptr<const VideoInfo>> info = probe(fs, v, decoders.local());
+      // A video that cannot be read keeps one clip: its sample fails with the reason, under the
+      // pipeline's error policy, instead of vanishing from the dataset unnoticed.
+      clips[v] = info.is_ok() ? contiguous_clips(sampling_, timeline_length(**info, sampling_.frame_rate)) : 1;
+    });
+    clip_offsets_.assign(1, 0);
+    clip_offsets_.reserve(static_cast<size_t>(videos) + 1);
+    for (int64_t c : clips) clip_offsets_.push_back(clip_offsets_.back() + c);
+  }
+
+  int64_t num_samples() const override {
+    if (sampling_.sampler == ClipSampler::kContiguous) return clip_offsets_.empty() ? 0 : clip_offsets_.back();
+    return dataset_.size() * sampling_.clips_per_video;
+  }
+
+  int64_t file_index(int64_t sample) const override {
+    if (sampling_.sampler != ClipSampler::kContiguous) return sample / sampling_.clips_per_video;
+    return std::upper_bound(clip_offsets_.begin(), clip_offsets_.end(), sample) - clip_offsets_.begin() - 1;
+  }
+
+  Status run(SampleIO& io) const override {
+    const int64_t sample = io.sample().dataset_index;
+    const int64_t v = file_index(sample);
+    const int64_t k = sampling_.sampler == ClipSampler::kContiguous ? sample - clip_offsets_[v]
+                                                                     : sample % sampling_.clips_per_video;
+    auto& st = *static_cast<VideoState*>(io.state());
+    HDL_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, io.file_system().open(dataset_.path(v)));
+    std::shared_ptr<const VideoInfo> info = infos_->find(v);
+    if (!info) {
+      HDL_ASSIGN_OR_RETURN(VideoInfo probed, st.decoder.probe(*file));
+      counters_.probes.fetch_add(1, std::memory_order_relaxed);
+      info = std::make_shared<const VideoInfo>(std::move(probed));
+      infos_->put(v, info);
+    }
+    if (sampling_.sampler == ClipSampler::kContiguous)  // counted by prepare(): the video has clip k
+      HDL_RETURN_IF_ERROR(check_clip_fits(sampling_, *info));
+    HDL_ASSIGN_OR_RETURN(std::vector<int64_t> frames, clip_frames(sampling_, *info, k, io.rng()));
+    HDL_RETURN_IF_ERROR(decode_.run(io, st, *file, *info, frames, 0, counters_));
+    HDL_ASSIGN_OR_RETURN(TensorView label, io.output(1, Shape{}, DType::kI64, Layout::kNone));
+    *label.typed<int64_t>() = dataset_.label(v);
+    HDL_ASSIGN_OR_RETURN(TensorView idx, io.output(2, Shape{static_cast<int64_t>(frames.size())}, DType::kI64, Layout::kNone));
+    std::copy(frames.begin(), frames.end(), idx.typed<int64_t>());
+    HDL_ASSIGN_OR_RETURN(TensorView video, io.output(3, Shape{}, DType::kI64, Layout::kNone));
+    *video.typed<int64_t>() = v;
+    return Status::ok();
+  }
+
+  std::unique_ptr<OpState> make_state() const override {
+    return std::make_unique<VideoState>(decode_.decoder_options());
+  }
+  std::vector<std::pair<std::string, int64_t>> counters() const override { return counters_.list(); }
+  const Dataset& dataset() const override { return dataset_; }
+  const Sharding& sharding() const override { return sharding_; }
+
+ private:
+  Result<std::shared_ptr<const VideoInfo>> probe(FileSystem& fs, int64_t v, VideoDecoder& decoder) {
+    HDL_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, fs.open(dataset_.path(v)));
+    HDL_ASSIGN_OR_RETURN(VideoInfo probed, decoder.probe(*file));
+    counters_.probes.fetch_add(1, std::memory_order_relaxed);
+    auto info = std::make_shared<const VideoInfo>(std::move(probed));
+    infos_->put(v, info);
+    return info;
+  }
+
+  Dataset dataset_;
+  Sharding sharding_;
+  ClipSampling sampling_;
+  ClipDecode decode_;
+  std::vector<int64_t> clip_offsets_;  // contiguous: first sample of each video, and the total
+  std::unique_ptr<InfoCache> infos_;
+  mutable VideoCounters counters_;
+};
+
+class VideoDecoderOp final : public Operator {
+ public:
+  explicit VideoDecoderOp(const NodeSpec& n)
+      : sampling_(parse_sampling(n, ClipSampler::kRandom)), decode_(n), start_(n.get_string("clip_start")) {}
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    if (in[0].dtype != DType::kU8 || in[0].shape.ndim() != 1)
+      throw ConfigError("input must be encoded bytes (uint8, 1-D), got " + std::string(dtype_name(in[0].dtype)) +
+                        " " + in[0].shape.to_string());
+    const int64_t t = sampling_.frames_per_clip > 0 ? sampling_.frames_per_clip : -1;
+    return {decode_.spec(), TensorSpec{DType::kI64, Shape{t}, Layout::kNone}};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    const std::unique_ptr<RandomAccessFile> file =
+        memory_file({in.typed<uint8_t>(), static_cast<size_t>(in.num_elements())});
+    auto& st = *static_cast<VideoState*>(io.state());
+    HDL_ASSIGN_OR_RETURN(VideoInfo info, st.decoder.probe(*file));
+    counters_.probes.fetch_add(1, std::memory_order_relaxed);
+    HDL_RETURN_IF_ERROR(check_clip_fits(sampling_, info));
+    const int64_t room = sampling_.frames_per_clip == 0 ? 0 : timeline_length(info, sampling_.frame_rate) - sampling_.span();
+    int64_t start = 0;
+    if (start_ == "random") start = static_cast<int64_t>(io.rng().below(static_cast<uint64_t>(room + 1)));
+    else if (start_ == "middle") start = room / 2;
+    const std::vector<int64_t> frames = clip_frames_at(sampling_, info, start);
+    HDL_RETURN_IF_ERROR(decode_.run(io, st, *file, info, frames, 0, counters_));
+    HDL_ASSIGN_OR_RETURN(TensorView idx, io.output(1, Shape{static_cast<int64_t>(frames.size())}, DType::kI64, Layout::kNone));
+    std::copy(frames.begin(), frames.end(), idx.typed<int64_t>());
+    return Status::ok();
+  }
+
+  std::unique_ptr<OpState> make_state() const override {
+    return std::make_unique<VideoState>(decode_.decoder_options());
+  }
+  std::vector<std::pair<std::string, int64_t>> counters() const override { return counters_.list(); }
+
+ private:
+  ClipSampling sampling_;
+  ClipDecode decode_;
+  std::string start_;
+  mutable VideoCounters counters_;
+};
+
+}  // namespace
+
+OpSchema video_reader_schema() {
+  OpSchema s;
+  s.name = "video_reader";
+  s.doc = "Reads clips from the videos of a folder tree (classes = sorted subfolder names, labels as "
+          "torchvision's ImageFolder / Kinetics assign them) or of a file list, and decodes them with FFmpeg on "
+          "the pipeline's threads (any codec FFmpeg decodes; seeks to the keyframe before each clip and "
+          "decodes only what the clip needs). Clips: frames_per_clip frames `step` apart; sampler random "
+          "(clips_per_video random clips per video, new every epoch), uniform (clips_per_video evenly "
+          "spaced, as torchvision's UniformClipSampler) or contiguous (every clip, clip_stride apart, as "
+          "torchvision's VideoClips). Frame indices are presentation order; frame_rate samples by time. "
+          "Metadata is read once per video (contiguous: at start, in parallel; else on first use), never "
+          "by decoding. Optionally fused with RandomResizedCrop / Resize / CenterCrop, one window per clip. "
+          "Samples are clips: shuffling, sharding and the last-batch policy apply to clips.";
+  s.is_source = true;
+  s.outputs = {{"frames", "[T, H, W, C] uint8 (FHWC), or the frame count (output \"count\")"},
+               {"label", "the class index (int64 scalar)"},
+               {"frame_indices", "[T] int64: the clip's frames (presentation order)"},
+               {"video", "the video's index in the dataset (int64 scalar), e.g. to average clip scores per video"}};
+  s.uses_randomness = true;
+  s.args = {
+      {"file_root", ArgType::kString, ArgValue(""), "root of class folders of videos (root/<class>/.../<file>), or the root file_list paths are relative to"},
+      {"file_list", ArgType::kString, ArgValue(""), "text file of \"relative/path label\" lines (instead of scanning file_root)"},
+      {"extensions", ArgType::kStrings, ArgValue(default_video_extensions()), "file name endings that count as videos (case-insensitive)"},
+      {"allow_empty_classes", ArgType::kBool, ArgValue(false), "accept class folders without a valid file"},
+      {"sampler", ArgType::kString, ArgValue("random"), "random, uniform or contiguous", one_of({"random", "uniform", "contiguous"})},
+      {"clips_per_video", ArgType::kInt, ArgValue(1), "random and uniform: clips drawn from each video per epoch", at_least(1)},
+      {"clip_stride", ArgType::kInt, ArgValue(1), "contiguous: timeline positions between clip starts (VideoClips' frames_between_clips)", at_least(1)},
+      {"shuffle", ArgType::kBool, ArgValue(false), "shuffle the clips every epoch, seeded by (seed, epoch)"},
+      {"shuffle_buffer", ArgType::kInt, ArgValue(0), "0: shuffle all clips; n: a bounded shuffle buffer of n clips", at_least(0)},
+      {"shard_id", ArgType::kInt, ArgValue(0), "which shard this pipeline reads (e.g. the rank)", at_least(0)},
+      {"num_shards", ArgType::kInt, ArgValue(1), "number of disjoint shards (e.g. the world size)", at_least(1)},
+      {"last_batch", ArgType::kString, ArgValue("partial"), "the epoch's last incomplete batch: drop, partial, pad or fill", one_of({"drop", "partial", "pad", "fill"})},
+      {"pad_shards", ArgType::kBool, ArgValue(false), "give every shard the same number of clips by wrapping around (needed for DDP)"},
+  };
+  for (ArgSchema& a : clip_args()) s.args.push_back(std::move(a));
+  for (ArgSchema& a : decode_args()) s.args.push_back(std::move(a));
+  s.create = [](const NodeSpec& n) { return std::make_unique<VideoReader>(n); };
+  return s;
+}
+
+OpSchema video_decoder_schema() {
+  OpSchema s;
+  s.name = "video_decoder";
+  s.doc = "Decodes one clip of a video held in memory (e.g. file_reader's bytes) with FFmpeg: "
+          "frames_per_clip frames `step` apart (0: every frame), starting at a random, the first or the "
+          "middle position; optionally fused with RandomResizedCrop / Resize / CenterCrop, one window per "
+          "clip. For videos on disk, video_reader reads only the bytes a clip needs.";
+  s.inputs = {{"encoded", "a video file's bytes (uint8, 1-D)"}};
+  s.outputs = {{"frames", "[T, H, W, C] uint8 (FHWC), or the frame count (output \"count\")"},
+               {"frame_indices", "[T] int64: the clip's frames (presentation order)"}};
+  s.uses_randomness = true;
+  s.args = {{"clip_start", ArgType::kString, ArgValue("random"), "where the clip starts: random, first or middle", one_of({"random", "first", "middle"})}};
+  for (ArgSchema& a : clip_args()) s.args.push_back(std::move(a));
+  for (ArgSchema& a : decode_args()) s.args.push_back(std::move(a));
+  s.create = [](const NodeSpec& n) { return std::make_unique<VideoDecoderOp>(n); };
+  return s;
+}
+
+}  // namespace hdl
