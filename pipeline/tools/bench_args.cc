@@ -14,11 +14,15 @@ peak memory, time to first batch and failures.
 PIPELINE  resnet-train  decode + RandomResizedCrop 224 + random flip + normalize (float32 NCHW)
           resnet-eval   decode + resize 256 + center crop 224 + normalize
           decode        decode only (ragged HWC uint8)
+          video-decode  every frame of every video, decoded (no pixel conversion); reports frames/s
+          video-train   clips of --frames frames --step apart at random + RandomResizedCrop --size
+                        (112) + random flip + normalize (float32 [C, T, H, W]); clips/s and frames/s
           FILE.json     a pipeline spec (pipeline/spec_json.h); DATA replaces its reader's source
-DATA      an ImageFolder root (root/<class>/<file>) or a file list ("relative/path label" lines)
+DATA      an ImageFolder root (root/<class>/<file>; videos for the video pipelines) or a file
+          list ("relative/path label" lines)
 
 options:
-  --batch-size N     samples per batch (256)
+  --batch-size N     samples per batch (256; video-decode 1, video-train 8)
   --threads N        worker threads, 0 = one per core (0)
   --prefetch N       batches prepared ahead of the consumer (2)
   --epochs N         epochs to run (1)
@@ -30,7 +34,8 @@ options:
   --dtype T          image output dtype: float32, float16, bfloat16, uint8 (float32)
   --layout L         image output layout: CHW or HWC (CHW)
   --seed N           shuffling and augmentation seed (0)
-  --size N           output side (224); --resize N: resnet-eval's shorter side (256)
+  --size N           output side (224; video-train 112); --resize N: resnet-eval's shorter side (256)
+  --frames N, --step N   video-train: frames per clip (16) and frame step (2)
   --no-dct-scaling   decode at full scale (exact torchvision pixels; slower on large images)
   --jpeg-index-mb N  memory for JPEG entry-point indexes, which let later epochs skip the
                      Huffman decoding outside each crop (512; 0: off)
@@ -68,7 +73,9 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else if (arg == "--batch-size") a.batch_size = number(1);
+    } else if (arg == "--batch-size") a.batch_size = number(1), a.batch_size_given = true;
+    else if (arg == "--frames") a.frames = number(1);
+    else if (arg == "--step") a.step = number(1);
     else if (arg == "--threads") a.threads = static_cast<int>(number(0));
     else if (arg == "--prefetch") a.prefetch = static_cast<int>(number(1));
     else if (arg == "--epochs") a.epochs = static_cast<int>(number(1));
@@ -82,7 +89,7 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     else if (arg == "--dtype") a.dtype = text(), a.dtype_given = true;
     else if (arg == "--layout") a.layout = text(), a.dtype_given = true;
     else if (arg == "--seed") a.seed = static_cast<uint64_t>(number(0));
-    else if (arg == "--size") a.size = static_cast<int>(number(1));
+    else if (arg == "--size") a.size = static_cast<int>(number(1)), a.size_given = true;
     else if (arg == "--resize") a.resize = static_cast<int>(number(1));
     else if (arg == "--no-dct-scaling") a.dct_scaling = false;
     else if (arg == "--jpeg-index-mb") a.jpeg_index_mb = number(0);
@@ -103,6 +110,10 @@ BenchArgs parse_bench_args(int argc, char** argv) {
   if (a.max_failures_given && !a.skip_errors)
     fail("--max-failures needs --skip-errors (without it the first failure stops the run)");
   if (a.layout != "CHW" && a.layout != "HWC") fail("--layout must be CHW or HWC, got " + a.layout);
+  if (a.pipeline == "video-decode" || a.pipeline == "video-train") {  // clips are larger than images
+    if (!a.batch_size_given) a.batch_size = a.pipeline == "video-decode" ? 1 : 8;
+    if (!a.size_given) a.size = 112;
+  }
   return a;
 }
 

@@ -12,10 +12,11 @@ HDL_API_BEGIN
 namespace hdl::tools {
 
 struct BenchArgs {
-  std::string pipeline;          ///< resnet-train, resnet-eval, decode, or a .json spec file
-  std::string data;              ///< ImageFolder root, or a file list ("relative/path label" lines)
+  std::string pipeline;          ///< resnet-train, resnet-eval, decode, video-decode, video-train, or a .json spec
+  std::string data;              ///< ImageFolder root (or a folder tree of videos), or a file list
   std::string file_root;         ///< --file-root: root of a file list's paths (default: its folder)
-  int64_t batch_size = 256;      ///< --batch-size
+  int64_t batch_size = 256;      ///< --batch-size (video-decode: 1, video-train: 8 unless given)
+  bool batch_size_given = false;
   int threads = 0;               ///< --threads; 0 = one per hardware thread
   int prefetch = 2;              ///< --prefetch: batches prepared ahead of the consumer
   int epochs = 1;                ///< --epochs (ignored when iterations > 0)
@@ -26,7 +27,10 @@ struct BenchArgs {
   std::string layout = "CHW";    ///< --layout of the image output (CHW or HWC)
   bool dtype_given = false;      ///< --dtype or --layout was given (JSON specs keep theirs otherwise)
   uint64_t seed = 0;             ///< --seed
-  int size = 224;                ///< --size: output side
+  int size = 224;                ///< --size: output side (video-train: 112 unless given)
+  bool size_given = false;
+  int64_t frames = 16;           ///< --frames: video-train frames per clip
+  int64_t step = 2;              ///< --step: video-train frame step
   int resize = 256;              ///< --resize: resnet-eval's shorter side before the center crop
   bool dct_scaling = true;       ///< --no-dct-scaling turns DCT-domain reduction off (exact pixels)
   int64_t jpeg_index_mb = 512;   ///< --jpeg-index-mb: image_decoder's index_cache_mb (0: off)

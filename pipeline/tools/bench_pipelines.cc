@@ -29,7 +29,42 @@ PipelineSpec::Args normalize_args(const BenchArgs& a) {
           {"output_layout", a.layout}};
 }
 
+// The video pipelines: video_reader reads and decodes clips (no file_reader).
+PipelineSpec video_spec(const BenchArgs& a) {
+  PipelineSpec spec;
+  PipelineSpec::Args rargs = reader_args(a);
+  rargs.emplace_back("shuffle", a.shuffle);
+  if (a.pipeline == "video-decode") {
+    if (a.device != "cpu") throw ConfigError("video-decode runs on the cpu (NVDEC decoding is not built yet)");
+    // Every frame of every video, one video per sample, decoded without pixel conversion: what
+    // `ffmpeg -i F -f null -` measures.
+    for (auto& kv : std::initializer_list<std::pair<std::string, ArgValue>>{
+             {"frames_per_clip", int64_t{0}}, {"sampler", "contiguous"}, {"output", "count"}})
+      rargs.emplace_back(kv.first, kv.second);
+    auto clips = spec.add("video_reader", {}, rargs, {}, "reader");
+    spec.set_outputs({clips[0], clips[1]});
+    return spec;
+  }
+  // torchvision's video_classification reference, train preset, fused: one RandomResizedCrop
+  // window per clip, decoded frames cropped and resized straight into the batch.
+  const int64_t s = a.size;
+  for (auto& kv : std::initializer_list<std::pair<std::string, ArgValue>>{
+           {"frames_per_clip", a.frames}, {"step", a.step}, {"sampler", "random"}, {"random_crop", "resized"},
+           {"resize", std::vector<int64_t>{s, s}}})
+    rargs.emplace_back(kv.first, kv.second);
+  auto clips = spec.add("video_reader", {}, rargs, {}, "reader");
+  auto coin = spec.add("coin_flip", {}, {{"probability", 0.5}}, {}, "flip_coin");
+  PipelineSpec::Args nargs = {{"mean", std::vector<double>(std::begin(kKineticsMean), std::end(kKineticsMean))},
+                              {"std", std::vector<double>(std::begin(kKineticsStd), std::end(kKineticsStd))},
+                              {"dtype", a.dtype},
+                              {"output_layout", a.dtype_given ? a.layout : std::string("CFHW")}};
+  auto out = spec.add("crop_mirror_normalize", {clips[0]}, nargs, {{"mirror", coin[0]}}, "normalize");
+  spec.set_outputs({out[0], clips[1]});
+  return spec;
+}
+
 PipelineSpec named_spec(const BenchArgs& a) {
+  if (a.pipeline == "video-decode" || a.pipeline == "video-train") return video_spec(a);
   PipelineSpec spec;
   PipelineSpec::Args rargs = reader_args(a);
   rargs.emplace_back("shuffle", a.shuffle);
@@ -70,7 +105,7 @@ PipelineSpec named_spec(const BenchArgs& a) {
     return spec;
   }
   throw ConfigError("unknown pipeline \"" + a.pipeline +
-                    "\": resnet-train, resnet-eval, decode, or a .json spec file");
+                    "\": resnet-train, resnet-eval, decode, video-decode, video-train, or a .json spec file");
 }
 
 PipelineSpec json_spec(const BenchArgs& a) {
@@ -81,7 +116,7 @@ PipelineSpec json_spec(const BenchArgs& a) {
   PipelineSpec spec = spec_from_json(text.str());
   int readers = 0;
   for (NodeSpec& n : spec.nodes()) {
-    if (n.op == "file_reader") {
+    if (n.op == "file_reader" || n.op == "video_reader") {
       ++readers;
       for (auto& [k, v] : reader_args(a)) n.args[k] = v;
     } else if (n.op == "crop_mirror_normalize" && a.dtype_given) {
@@ -89,7 +124,7 @@ PipelineSpec json_spec(const BenchArgs& a) {
       n.args["output_layout"] = a.layout;
     }
   }
-  if (readers == 0) throw ConfigError(a.pipeline + " has no file_reader node to point at " + a.data);
+  if (readers == 0) throw ConfigError(a.pipeline + " has no file_reader or video_reader node to point at " + a.data);
   return spec;
 }
 

@@ -36,7 +36,7 @@ Stages stages_of(const BenchResult& r) {
   Stages s;
   for (const OperatorStats& op : r.stats.operators) {
     if (op.op == "file_reader") s.read += op.seconds;
-    else if (op.op == "image_decoder") s.decode += op.seconds;
+    else if (op.op == "image_decoder" || op.op == "video_reader" || op.op == "video_decoder") s.decode += op.seconds;
     else s.augment += op.seconds;
   }
   // Batching: the consumer's time in next() that was not spent waiting for workers (taking the
@@ -106,6 +106,10 @@ std::string text_report(const BenchResult& r) {
               static_cast<long long>(r.args.batch_size), r.threads, r.cores, r.args.prefetch, r.args.device.c_str(),
               static_cast<unsigned long long>(r.args.seed));
   for (const std::string& o : r.output_desc) t += "  output " + o + "\n";
+  if (r.video)
+    t += format("video:             %.2f clips/s, %.1f frames/s (%lld clips of %lld videos per epoch)\n", ips,
+                measured_rate(r, double(r.measured_frames)), static_cast<long long>(r.dataset_images),
+                static_cast<long long>(r.dataset_files));
   t += format("throughput:        %.1f images/s, %.1f MB/s of input (%lld images in %.2f s after %lld warm-up batches)\n",
               ips, measured_rate(r, double(r.measured_input_bytes)) / 1e6, static_cast<long long>(r.measured_images),
               r.measured_s, static_cast<long long>(r.batches - r.measured_batches));
@@ -176,6 +180,12 @@ std::string json_report(const BenchResult& r) {
   j["measured_images"] = r.measured_images;
   j["measured_seconds"] = r.measured_s;
   j["images_per_s"] = measured_rate(r, double(r.measured_images));
+  if (r.video) {
+    j["dataset_videos"] = r.dataset_files;
+    j["clips_per_s"] = measured_rate(r, double(r.measured_images));
+    j["measured_frames"] = r.measured_frames;
+    j["frames_per_s"] = measured_rate(r, double(r.measured_frames));
+  }
   j["input_mb_per_s"] = measured_rate(r, double(r.measured_input_bytes)) / 1e6;
   j["build_seconds"] = r.build_s;
   j["time_to_first_batch_s"] = r.first_batch_s;

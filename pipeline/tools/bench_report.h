@@ -54,7 +54,10 @@ struct BenchResult {
   BenchArgs args;
   int threads = 0;                 ///< resolved
   int cores = 0;                   ///< hardware threads of the machine
-  int64_t dataset_images = 0;
+  int64_t dataset_images = 0;      ///< samples per epoch: images, or clips of a video reader
+  int64_t dataset_files = 0;       ///< files (videos) the reader walks
+  bool video = false;              ///< a video pipeline: clips and frames are reported
+  int64_t measured_frames = 0;     ///< video frames in the measured batches
   int64_t classes = 0;
   int64_t batches = 0;             ///< batches received
   int64_t images = 0;              ///< images received

@@ -66,6 +66,24 @@ size_t batch_bytes(const PipelineOutput& out) {
   return bytes;
 }
 
+// Video frames in a batch: the frames dim of the first output (a clip), or, for a decode-only
+// pipeline, the sum of its frame counts (int64 scalars). 0 for images.
+int64_t frames_of(const PipelineOutput& out) {
+  if (out.outputs.empty()) return 0;
+  const Batch& b = out.outputs[0];
+  int64_t frames = 0;
+  for (int64_t i = 0; i < b.size(); ++i) {
+    const Shape s = b.sample_shape(i);
+    switch (b.layout()) {
+      case Layout::kFHWC: case Layout::kFCHW: frames += s[0]; break;
+      case Layout::kCFHW: frames += s[1]; break;
+      default:
+        if (b.dtype() == DType::kI64 && s.ndim() == 0 && !b.device_sync()) frames += *b.sample(i).typed<int64_t>();
+    }
+  }
+  return frames;
+}
+
 int run(const BenchArgs& args) {
   const PipelineSpec spec = bench_spec(args);
   PipelineOptions options;
@@ -95,12 +113,16 @@ int run(const BenchArgs& args) {
   Pipeline pipe(spec, options);
   r.build_s = since(t_build);
   r.threads = args.threads > 0 ? args.threads : r.cores;
-  r.dataset_images = pipe.dataset().size();
+  r.dataset_images = pipe.num_samples();  // clips for a video reader
+  r.dataset_files = pipe.dataset().size();
+  r.video = pipe.num_samples() != pipe.dataset().size() || args.pipeline.rfind("video", 0) == 0;
   r.classes = static_cast<int64_t>(pipe.dataset().classes().size());
   const int64_t per_epoch = pipe.batches_per_epoch();
   const int64_t total_batches = args.iterations > 0 ? args.iterations : per_epoch * args.epochs;
   const int64_t expected_images =
       args.iterations > 0 ? args.iterations * args.batch_size : r.dataset_images * args.epochs;
+  // File sizes stand for the input read when a sample is a file.
+  const bool count_input = pipe.num_samples() == pipe.dataset().size();
   const bool tty = isatty(STDERR_FILENO) != 0;
   ProgressBar bar(args.progress == 1 || (args.progress == -1 && tty), expected_images, tty);
   InputBytes input(pipe.dataset());
@@ -141,7 +163,8 @@ int run(const BenchArgs& args) {
     if (r.batches > warmup) {
       ++r.measured_batches;
       r.measured_images += n;
-      r.measured_input_bytes += input.of(*out);
+      if (count_input) r.measured_input_bytes += input.of(*out);
+      if (r.video) r.measured_frames += frames_of(*out);
     }
     if (r.batches == warmup) {
       t_measure = Clock::now();
