@@ -54,5 +54,6 @@ void bind_errors(py::module_& m);
 void bind_tensors(py::module_& m);
 void bind_schemas(py::module_& m);
 void bind_pipeline(py::module_& m);
+void bind_video(py::module_& m);
 
 }  // namespace hdl::python
