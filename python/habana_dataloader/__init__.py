@@ -4,6 +4,8 @@
   ImageFolder pipelines natively (threads, no worker processes, no pickling) and falls back
   to torch for anything else, saying why.
 - ``Pipeline`` / ``MediaPipe`` + ``fn``: build your own graph of operators.
+- ``VideoFolder`` + ``video.ClipTrainTransform`` / ``ClipEvalTransform``: clips of a folder of
+  videos, a torch Dataset that HabanaDataLoader runs natively (``fn.video_reader``).
 - ``DataError``: a sample could not be produced (``.code`` names the status).
 """
 
@@ -13,6 +15,9 @@ from ._C import DataError
 from ._graph import DataNode
 from .loader import HabanaDataLoader
 from .pipeline import MediaPipe, Pipeline
+from . import video
+from .video import VideoFolder
 
 __version__ = "0.1.0"
-__all__ = ["DataError", "DataNode", "HabanaDataLoader", "MediaPipe", "Pipeline", "fn", "__version__"]
+__all__ = ["DataError", "DataNode", "HabanaDataLoader", "MediaPipe", "Pipeline", "VideoFolder", "fn", "video",
+           "__version__"]

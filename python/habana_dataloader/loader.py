@@ -39,6 +39,7 @@ from torch.utils.data import BatchSampler, DataLoader
 from torch.utils.data._utils.collate import default_collate
 
 from ._transforms import Unsupported, image_graph, post_collate, unwrap_dataset, views_of
+from .video import VideoPlan, find_video_folder, video_plan
 from ._graph import collect
 from .pipeline import Pipeline
 from . import _C, fn
@@ -265,21 +266,35 @@ class HabanaDataLoader(DataLoader[T_co]):
         if bs is not None and type(bs) is not BatchSampler:
             reasons.append(f"batch_sampler is a {type(bs).__name__}, not torch's BatchSampler")
         base = None
-        try:
-            base, self._index_map = unwrap_dataset(a["dataset"])
-            folder = base
-        except Unsupported as e:
-            reasons += e.reasons
-            folder = getattr(e, "dataset", None)  # a folder with other blockers: check its transform too
-        if folder is not None:
+        self._video: Optional[VideoPlan] = None  # a VideoFolder's native mapping
+        self._order_map: Optional[np.ndarray] = None  # loader dataset index -> pipeline sample
+        video = find_video_folder(a["dataset"])
+        if video is not None:
+            base, self._index_map = video
+            self._multi_view = False
             try:
-                self._wire = image_graph(folder.transform, jpeg_index_mb=self.jpeg_index_mb)
-                self._multi_view = views_of(folder.transform) is not None
+                self._video = video_plan(base)
             except Unsupported as e:
                 reasons += e.reasons
+        else:
+            try:
+                base, self._index_map = unwrap_dataset(a["dataset"])
+                folder = base
+            except Unsupported as e:
+                reasons += e.reasons
+                folder = getattr(e, "dataset", None)  # a folder with other blockers: check its transform too
+            if folder is not None:
+                try:
+                    self._wire = image_graph(folder.transform, jpeg_index_mb=self.jpeg_index_mb)
+                    self._multi_view = views_of(folder.transform) is not None
+                except Unsupported as e:
+                    reasons += e.reasons
         if reasons:
             raise Unsupported(reasons)
         self._samples = base.samples
+        if self._video is not None and self._index_map is not None:
+            # The pipeline's samples are the VideoFolder's clips; a Subset's indices map onto them.
+            self._order_map = np.asarray(self._index_map, dtype=np.int64)
         self._batch_size = bs.batch_size
         self._last_batch = "drop" if bs.drop_last else "partial"
         if len(a["dataset"]) == 0:
@@ -291,7 +306,9 @@ class HabanaDataLoader(DataLoader[T_co]):
         weakref.finalize(self, _unlink, self._list_path)
         # Build now: a mistake the C++ graph finds surfaces here. With seed= this is the
         # loader's pipeline; otherwise its seed is drawn at the first epoch, as torch's.
-        if self._device is not None and self._device.type == "cuda":
+        if self._device is not None and self._device.type == "cuda" and self._video is not None:
+            self.native_notes.append("the gpu stage does not take clips yet: batches are moved to CUDA with torch")
+        elif self._device is not None and self._device.type == "cuda":
             cuda = _C.cuda_status()
             self._gpu_tail = bool(cuda["available"])
             if not self._gpu_tail:
@@ -299,7 +316,7 @@ class HabanaDataLoader(DataLoader[T_co]):
                                          "moved to CUDA with torch")
         while True:
             try:
-                self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
+                pipe = self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
                 break
             except (ValueError, TypeError, RuntimeError) as e:
                 if not self._gpu_tail:
@@ -310,12 +327,18 @@ class HabanaDataLoader(DataLoader[T_co]):
                 if self._gpu_limit <= 0:
                     self._gpu_tail = False
                     self.native_notes.append(f"the gpu stage is not used ({e}): batches are moved to CUDA with torch")
+        if self._video is not None:
+            clips, expected = pipe.dataset_info()["samples"], len(base)
+            if clips != expected:  # a safety net: both count with clip_sampler.cc's rules
+                self._drop_pipeline()
+                raise Unsupported(f"video_reader counts {clips} clips where the VideoFolder has {expected}")
         if self._pipe_seed is None:
             self._drop_pipeline()
 
     def _write_list(self) -> str:
         fd, path = tempfile.mkstemp(prefix="hdl_files_", suffix=".txt")
-        samples, imap = self._samples, self._index_map
+        samples = self._samples
+        imap = None if self._video is not None else self._index_map  # video: every video, in order
         try:
             with os.fdopen(fd, "w") as f:
                 for i in (imap if imap is not None else range(len(samples))):
@@ -335,6 +358,14 @@ class HabanaDataLoader(DataLoader[T_co]):
                         prefetch_depth=self._prefetch, seed=seed, on_error=self.on_error,
                         device=str(self._device) if gpu else "cpu")
         with pipe:
+            if self._video is not None:
+                frames, labels, _, _ = fn.video_reader(file_list=self._list_path, file_root="/", shuffle=False,
+                                                       last_batch=self._last_batch, **self._video.reader_args)
+                pipe.set_outputs(self._video.after(frames), labels)
+                self.gpu_ops = []
+                pipe.build()
+                self._pipelines_built += 1
+                return pipe
             files, labels = fn.file_reader(file_list=self._list_path, file_root="/", shuffle=False,
                                            last_batch=self._last_batch)
             images = self._wire(files)
@@ -555,7 +586,8 @@ class _NativeIter:
         native = self._pipe._native
         # Position first (drops any work in flight), then the order.
         native.seek(self.epoch, self._pipe_batch(self.yielded))
-        native.set_epoch_order(self.epoch, self._pipe_order)
+        order_map = loader._order_map
+        native.set_epoch_order(self.epoch, self._pipe_order if order_map is None else order_map[self._pipe_order])
 
     def __iter__(self) -> "_NativeIter":
         return self

@@ -1,0 +1,513 @@
+"""Video: a VideoFolder dataset and clip transforms that HabanaDataLoader runs natively.
+
+    from habana_dataloader import HabanaDataLoader
+    from habana_dataloader.video import VideoFolder, ClipTrainTransform
+
+    ds = VideoFolder("kinetics/train", frames_per_clip=16, step=2, sampler="random",
+                     transform=ClipTrainTransform(crop_size=112, resize=(128, 171)))
+    loader = HabanaDataLoader(ds, batch_size=32, shuffle=True, num_workers=8, drop_last=True)
+    for clips, labels in loader: ...          # [32, 3, 16, 112, 112] float32, [32] int64
+
+``VideoFolder`` is an ordinary map-style torch Dataset (torch's DataLoader runs it, for
+comparison or where the native path does not apply): it decodes with ``_C.decode_clip``, the
+decoder video_reader uses, and picks clips with the rules of pipeline/readers/clip_sampler.cc
+(the timeline comes from the C++ code itself, ``VideoInfo.timeline``). HabanaDataLoader
+recognises it and runs ``fn.video_reader`` (+ ``coin_flip`` / ``random_uniform`` +
+``crop_mirror_normalize`` for the transforms) on its threads instead.
+
+What is equal between the two paths, and what is not:
+- clip indices and frame indices (uniform and contiguous samplers), labels, classes, order;
+- pixels: the same decoder; resizes are the same arithmetic (torchvision 0.14's tensor
+  antialias resize, float32, rounded to uint8) and normalisation is torchvision's formula, so
+  ClipEvalTransform batches agree to within one uint8 step (1/255/std) where a resized value
+  lies at a rounding boundary (in practice they are equal; tests/python/test_video.py checks);
+- random draws (the random sampler's clip starts, crop windows, flips) have the same laws but
+  not the same values: the torch path draws from torch's RNG (the global one, seeded per
+  worker by torch's DataLoader, or a per-clip generator with ``seed=``), the native path from
+  the pipeline's seeded streams.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+import torchvision.transforms.functional as TF
+from torch.utils.data import Dataset, Subset
+from torchvision.datasets.folder import find_classes, make_dataset
+
+from . import _C
+
+__all__ = ["VideoFolder", "ClipTrainTransform", "ClipEvalTransform", "KINETICS_MEAN", "KINETICS_STD",
+           "VIDEO_EXTENSIONS"]
+
+#: torchvision's references/video_classification normalisation (Kinetics-400).
+KINETICS_MEAN = (0.43216, 0.394666, 0.37645)
+KINETICS_STD = (0.22803, 0.22145, 0.216989)
+#: video_reader's default file name endings.
+VIDEO_EXTENSIONS: Tuple[str, ...] = tuple(
+    next(a["default"] for a in next(s for s in _C.schemas() if s["name"] == "video_reader")["args"]
+         if a["name"] == "extensions"))
+_SAMPLERS = ("random", "uniform", "contiguous")
+_LAYOUTS = {"CTHW": "CFHW", "TCHW": "CHW", "THWC": "HWC"}  # transform layout -> crop_mirror_normalize's
+_INTERPOLATIONS = ("nearest", "bilinear", "bicubic")  # what torchvision's tensor resize has too
+_SEED_MASK = (1 << 63) - 1
+
+
+def _data_error(message: str, code: str = "invalid data") -> Exception:
+    e = _C.DataError(message)
+    e.code = code
+    return e
+
+
+class VideoFolder(Dataset):
+    """Clips of the videos in ``root/<class>/**/<file>``, as a torch map-style Dataset.
+
+    Videos, classes and labels are found as torchvision's ImageFolder finds images
+    (``classes``, ``class_to_idx``, ``samples`` = [(path, label)], ``targets``; sorted class
+    folders, a recursive sorted walk, ``extensions`` matched case-insensitively, default
+    ``VIDEO_EXTENSIONS``). Each item is a clip: ``dataset[i]`` is ``(clip, label)`` with
+    ``clip`` a uint8 tensor [T, H, W, C] (RGB, rotation applied), or ``transform(clip)``.
+
+    A video's timeline is its frames in presentation order or, with ``frame_rate``, instants
+    1/frame_rate apart by timestamp (torchvision VideoClips' frame_rate resampling). A clip is
+    ``frames_per_clip`` positions ``step`` apart (0: the whole video); span S =
+    (frames_per_clip - 1) * step + 1. Clips, as video_reader makes them:
+
+    - ``sampler="random"``: ``clips_per_video`` clips per video (``len`` = videos *
+      clips_per_video; clip i is clip i % clips_per_video of video i // clips_per_video),
+      each starting uniformly in [0, L - S], drawn anew at every ``__getitem__``: from torch's
+      global RNG (which torch's DataLoader seeds per worker from its base seed, so
+      ``torch.manual_seed`` reproduces a run), or with ``seed=`` from a generator seeded by
+      (seed, epoch, i) (call ``set_epoch`` every epoch for new draws);
+    - ``sampler="uniform"``: ``clips_per_video`` starts floor(linspace(0, L - S, K)), as
+      torchvision's UniformClipSampler (the first clip for K = 1);
+    - ``sampler="contiguous"``: every clip, starts 0, clip_stride, 2 * clip_stride, ... (VideoClips'
+      clips with frames_between_clips = clip_stride); each video is probed at construction
+      (in parallel, ``probe_threads``) to count them; a video that cannot be read counts one
+      clip, whose ``__getitem__`` raises with the reason, as video_reader does.
+
+    A video shorter than a clip, or that cannot be read, raises ``habana_dataloader.DataError``
+    (a RuntimeError) naming the file. The decoded metadata of the last ``cache_videos`` videos
+    is kept per process (one probe per video, not per clip).
+    """
+
+    def __init__(self, root: Union[str, os.PathLike], frames_per_clip: int = 16, step: int = 1,
+                 sampler: str = "random", clips_per_video: int = 1, clip_stride: int = 1,
+                 frame_rate: Optional[float] = None, extensions: Optional[Sequence[str]] = None,
+                 transform: Optional[Callable] = None, seed: Optional[int] = None, *,
+                 probe_threads: Optional[int] = None, cache_videos: int = 1024):
+        for name, v, lo in (("frames_per_clip", frames_per_clip, 0), ("step", step, 1),
+                            ("clips_per_video", clips_per_video, 1), ("clip_stride", clip_stride, 1),
+                            ("cache_videos", cache_videos, 0)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"VideoFolder() argument '{name}' must be int, got {type(v).__name__}")
+            if v < lo:
+                raise ValueError(f"VideoFolder() argument '{name}' must be >= {lo}, got {v}")
+        if sampler not in _SAMPLERS:
+            raise ValueError(f"VideoFolder() argument 'sampler' must be one of {', '.join(_SAMPLERS)}, got {sampler!r}")
+        if frame_rate is not None and not (isinstance(frame_rate, (int, float)) and frame_rate > 0):
+            raise ValueError(f"VideoFolder() argument 'frame_rate' must be None or > 0, got {frame_rate!r}")
+        if frames_per_clip == 0 and sampler != "contiguous" and clips_per_video != 1:
+            raise ValueError("VideoFolder(): frames_per_clip 0 (the whole video) takes clips_per_video 1")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"VideoFolder() argument 'seed' must be None or an int >= 0, got {seed!r}")
+        self.root = os.fspath(root)
+        self.frames_per_clip, self.step, self.sampler = frames_per_clip, step, sampler
+        self.clips_per_video, self.clip_stride = clips_per_video, clip_stride
+        self.frame_rate = float(frame_rate) if frame_rate is not None else None
+        self.extensions = tuple(e.lower() for e in (extensions if extensions is not None else VIDEO_EXTENSIONS))
+        self.transform, self.seed, self.epoch = transform, seed, 0
+        self.cache_videos = cache_videos
+        self.classes, self.class_to_idx = find_classes(self.root)
+        self.samples: List[Tuple[str, int]] = make_dataset(self.root, self.class_to_idx, extensions=self.extensions)
+        self.targets = [s[1] for s in self.samples]
+        self._cache: "OrderedDict[int, Any]" = OrderedDict()  # video -> _C.VideoInfo
+        self._lock = threading.Lock()
+        self._offsets: Optional[np.ndarray] = None  # contiguous: first clip of each video, and the total
+        if sampler == "contiguous":
+            self._offsets = self._count_clips(probe_threads)
+
+    # ---- clips -------------------------------------------------------------------------
+    @property
+    def span(self) -> int:
+        """Timeline positions one clip covers (1 for a whole-video clip)."""
+        return (self.frames_per_clip - 1) * self.step + 1 if self.frames_per_clip else 1
+
+    def _count_clips(self, threads: Optional[int]) -> np.ndarray:
+        def count(v: int) -> int:
+            try:
+                info = _C.probe_video_info(self.samples[v][0])
+            except (RuntimeError, ValueError):
+                return 1  # fails in __getitem__ with the reason, as video_reader's sample does
+            length = len(info.timeline(self.frame_rate or 0.0))
+            if self.frames_per_clip == 0:
+                return 1 if length > 0 else 0
+            return 0 if length < self.span else (length - self.span) // self.clip_stride + 1
+
+        n = len(self.samples)
+        workers = max(1, min(threads or os.cpu_count() or 1, n))
+        with ThreadPoolExecutor(workers) as pool:  # probing releases the GIL
+            counts = list(pool.map(count, range(n)))
+        return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
+
+    def __len__(self) -> int:
+        if self._offsets is not None:
+            return int(self._offsets[-1])
+        return len(self.samples) * self.clips_per_video
+
+    def clip_location(self, index: int) -> Tuple[int, int]:
+        """(video, k): clip ``index`` is the k-th clip of video ``video`` (``samples[video]``)."""
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"clip index {index} is out of range for a VideoFolder of {n} clips")
+        if self._offsets is not None:
+            v = int(np.searchsorted(self._offsets, index, side="right")) - 1
+            return v, index - int(self._offsets[v])
+        return index // self.clips_per_video, index % self.clips_per_video
+
+    def video_info(self, video: int):
+        """``samples[video]``'s ``_C.VideoInfo`` (probed once, kept in a per-process cache)."""
+        with self._lock:
+            info = self._cache.get(video)
+            if info is not None:
+                self._cache.move_to_end(video)
+                return info
+        info = _C.probe_video_info(self.samples[video][0])
+        with self._lock:
+            self._cache[video] = info
+            while len(self._cache) > self.cache_videos:
+                self._cache.popitem(last=False)
+        return info
+
+    def clip_frames(self, index: int, generator: Optional[torch.Generator] = None) -> List[int]:
+        """The frame indices (presentation order) of clip ``index``: what video_reader's
+        frame_indices output gives for it (random: a new draw from ``generator``, or torch's
+        global RNG)."""
+        v, k = self.clip_location(index)
+        path = self.samples[v][0]
+        info = self.video_info(v)
+        timeline = info.timeline(self.frame_rate or 0.0)
+        length = len(timeline)
+        if length < self.span:
+            rate = f" ({length} at the clip frame rate)" if self.frame_rate else ""
+            raise _data_error(f'VideoFolder "{path}": the video has {info.frames} frames{rate}, '
+                              f"a clip needs {self.span}")
+        if self.frames_per_clip == 0:
+            return timeline.tolist()
+        room = length - self.span
+        if self.sampler == "random":
+            start = int(torch.randint(room + 1, (1,), generator=generator).item())
+        elif self.sampler == "uniform":
+            start = room * k // (self.clips_per_video - 1) if self.clips_per_video > 1 else 0
+        else:
+            start = k * self.clip_stride
+        return timeline[start:start + self.span:self.step].tolist()
+
+    def set_epoch(self, epoch: int) -> None:
+        """With ``seed=``: the epoch the per-clip generators are seeded with."""
+        self.epoch = int(epoch)
+
+    def _generator(self, index: int) -> Optional[torch.Generator]:
+        if self.seed is None:
+            return None
+        s = np.random.SeedSequence([self.seed, self.epoch, index]).generate_state(2, dtype=np.uint64)
+        return torch.Generator().manual_seed(int(s[0]) & _SEED_MASK)
+
+    def __getitem__(self, index: int) -> Tuple[Any, int]:
+        g = self._generator(index)
+        frames = self.clip_frames(index, g)
+        v, _ = self.clip_location(index)
+        path, label = self.samples[v]
+        clip = torch.from_numpy(_C.decode_clip(path, frames, info=self.video_info(v)))
+        if self.transform is not None:
+            clip = self.transform(clip, generator=g) if getattr(self.transform, "takes_generator", False) \
+                else self.transform(clip)
+        return clip, label
+
+    def __getstate__(self) -> Dict[str, Any]:  # worker processes start with an empty cache
+        state = dict(self.__dict__)
+        state["_cache"] = OrderedDict()
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (f"VideoFolder(root={self.root!r}, videos={len(self.samples)}, clips={len(self)}, "
+                f"frames_per_clip={self.frames_per_clip}, step={self.step}, sampler={self.sampler!r}, "
+                f"frame_rate={self.frame_rate}, transform={self.transform!r})")
+
+
+# ---- clip transforms -----------------------------------------------------------------------
+
+def _size(v: Any, what: str) -> List[int]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return [v]
+    v = [int(x) for x in v]
+    if len(v) not in (1, 2) or min(v) < 1:
+        raise ValueError(f"{what} must be an int or (h, w) of positive ints, got {v!r}")
+    return v
+
+
+def _hw(v: Any, what: str) -> List[int]:
+    s = _size(v, what)
+    return s * 2 if len(s) == 1 else s
+
+
+def _check_common(mean, std, layout, interpolation) -> Tuple[Optional[List[float]], Optional[List[float]]]:
+    if layout not in _LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(_LAYOUTS)}, got {layout!r}")
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"interpolation must be one of {', '.join(_INTERPOLATIONS)}, got {interpolation!r}")
+    if (mean is None) != (std is None):
+        raise ValueError("give both mean and std, or neither")
+    if mean is None:
+        return None, None
+    mean, std = [float(m) for m in mean], [float(s) for s in std]
+    if len(mean) not in (1, 3) or len(std) not in (1, 3) or min(std) <= 0:
+        raise ValueError(f"mean and std take 1 or 3 values (std > 0), got {mean!r}, {std!r}")
+    return mean, std
+
+
+def _resize(x: torch.Tensor, size: List[int], interpolation: str, antialias: bool) -> torch.Tensor:
+    mode = TF.InterpolationMode(interpolation)
+    return TF.resize(x, size, interpolation=mode, antialias=antialias and interpolation != "nearest")
+
+
+def _finish(x: torch.Tensor, mean, std, layout: str) -> torch.Tensor:
+    """[T, C, h, w] uint8 -> float32 in [0, 1], normalised, in `layout`."""
+    x = x.float().div(255)
+    if mean is not None:
+        x = TF.normalize(x, mean, std)
+    if layout == "CTHW":
+        x = x.permute(1, 0, 2, 3)
+    elif layout == "THWC":
+        x = x.permute(0, 2, 3, 1)
+    return x.contiguous()
+
+
+def _crop_offset(size: int, crop: int, pos: float) -> int:
+    """crop_mirror_normalize's window offset at relative position `pos` (decode_geometry.cc)."""
+    if size >= crop:
+        return round(pos * (size - crop))  # round half to even, as the C++ code
+    return -math.floor(pos * (crop - size))
+
+
+def _clip_tchw(clip: torch.Tensor) -> torch.Tensor:
+    if not isinstance(clip, torch.Tensor) or clip.dim() != 4 or clip.dtype != torch.uint8:
+        got = f"{tuple(clip.shape)} {clip.dtype}" if isinstance(clip, torch.Tensor) else type(clip).__name__
+        raise TypeError(f"a clip transform takes a uint8 tensor [T, H, W, C], got {got}")
+    return clip.permute(0, 3, 1, 2)
+
+
+class ClipEvalTransform:
+    """torchvision's VideoClassificationPresetEval for a [T, H, W, C] uint8 clip, in the order
+    the native path runs it: Resize(resize) (bilinear, antialiased, on uint8 as decoded), then
+    CenterCrop(crop_size), then /255 and Normalize(mean, std), then ``layout``: "CTHW" (3-D
+    CNNs; the preset's ConvertBCHWtoCBHW), "TCHW" or "THWC". ``resize`` None or ``crop_size``
+    None skips that step. (The preset resizes after converting to float; resizing the uint8
+    clip rounds once more, within one uint8 step.)
+
+    Natively: video_reader(resize=..., center_crop=...) + crop_mirror_normalize."""
+
+    takes_generator = True
+
+    def __init__(self, resize: Optional[Union[int, Sequence[int]]] = (128, 171),
+                 crop_size: Optional[Union[int, Sequence[int]]] = 112, mean: Optional[Sequence[float]] = KINETICS_MEAN,
+                 std: Optional[Sequence[float]] = KINETICS_STD, layout: str = "CTHW",
+                 interpolation: str = "bilinear", antialias: bool = True):
+        self.resize = _size(resize, "resize") if resize is not None else None
+        self.crop_size = _hw(crop_size, "crop_size") if crop_size is not None else None
+        self.mean, self.std = _check_common(mean, std, layout, interpolation)
+        self.layout, self.interpolation, self.antialias = layout, interpolation, bool(antialias)
+
+    def __call__(self, clip: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        x = _clip_tchw(clip)
+        if self.resize is not None:
+            x = _resize(x, self.resize, self.interpolation, self.antialias)
+        if self.crop_size is not None:
+            x = TF.center_crop(x, self.crop_size)
+        return _finish(x, self.mean, self.std, self.layout)
+
+    def __repr__(self) -> str:
+        return (f"ClipEvalTransform(resize={self.resize}, crop_size={self.crop_size}, mean={self.mean}, "
+                f"std={self.std}, layout={self.layout!r}, interpolation={self.interpolation!r})")
+
+
+class ClipTrainTransform:
+    """A training transform for a [T, H, W, C] uint8 clip; one window and one flip per clip.
+
+    Two modes:
+    - ``resize`` given (default (128, 171), torchvision's VideoClassificationPresetTrain):
+      Resize(resize), then a ``crop_size`` window at offsets round(u * (H - h)), u uniform in
+      [0, 1) per axis (round half to even; the window is the native crop_mirror_normalize's,
+      so both paths draw from one law: the two edge offsets come half as often as the others,
+      where torchvision's RandomCrop draws every offset equally often);
+    - ``scale`` given (and ``resize=None``): RandomResizedCrop(crop_size, scale, ratio), the
+      window drawn as torchvision draws it, on the clip's frame size.
+    Then a horizontal flip with probability ``hflip_prob``, /255, Normalize(mean, std), and
+    ``layout`` ("CTHW", "TCHW" or "THWC").
+
+    Draws come from ``generator`` when given (VideoFolder passes its per-clip generator with
+    ``seed=``), else torch's global RNG. Natively: video_reader(resize=...) +
+    crop_mirror_normalize(crop, crop_pos_x/y = random_uniform, mirror = coin_flip), or
+    video_reader(random_crop="resized", scale, ratio, resize=crop_size) + crop_mirror_normalize.
+    """
+
+    takes_generator = True
+
+    def __init__(self, crop_size: Union[int, Sequence[int]] = 112,
+                 resize: Optional[Union[int, Sequence[int]]] = (128, 171),
+                 scale: Optional[Sequence[float]] = None, ratio: Sequence[float] = (3.0 / 4.0, 4.0 / 3.0),
+                 hflip_prob: float = 0.5, mean: Optional[Sequence[float]] = KINETICS_MEAN,
+                 std: Optional[Sequence[float]] = KINETICS_STD, layout: str = "CTHW",
+                 interpolation: str = "bilinear", antialias: bool = True):
+        if (resize is None) == (scale is None):
+            raise ValueError("ClipTrainTransform takes resize (Resize + random crop) or scale "
+                             "(RandomResizedCrop), not both and not neither")
+        self.crop_size = _hw(crop_size, "crop_size")
+        self.resize = _size(resize, "resize") if resize is not None else None
+        self.scale = [float(s) for s in scale] if scale is not None else None
+        self.ratio = [float(r) for r in ratio]
+        if self.scale is not None and not (len(self.scale) == 2 and 0 < self.scale[0] <= self.scale[1]):
+            raise ValueError(f"scale must be (min, max) with 0 < min <= max, got {scale!r}")
+        if not (len(self.ratio) == 2 and 0 < self.ratio[0] <= self.ratio[1]):
+            raise ValueError(f"ratio must be (min, max) with 0 < min <= max, got {ratio!r}")
+        if not 0 <= float(hflip_prob) <= 1:
+            raise ValueError(f"hflip_prob must be in [0, 1], got {hflip_prob!r}")
+        self.hflip_prob = float(hflip_prob)
+        self.mean, self.std = _check_common(mean, std, layout, interpolation)
+        self.layout, self.interpolation, self.antialias = layout, interpolation, bool(antialias)
+
+    def _rrc_window(self, height: int, width: int, g: Optional[torch.Generator]) -> Tuple[int, int, int, int]:
+        # torchvision RandomResizedCrop.get_params, with an optional generator.
+        area = height * width
+        log_ratio = torch.log(torch.tensor(self.ratio))
+        for _ in range(10):
+            target_area = area * torch.empty(1).uniform_(self.scale[0], self.scale[1], generator=g).item()
+            aspect_ratio = math.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1], generator=g).item())
+            w = int(round(math.sqrt(target_area * aspect_ratio)))
+            h = int(round(math.sqrt(target_area / aspect_ratio)))
+            if 0 < w <= width and 0 < h <= height:
+                i = torch.randint(0, height - h + 1, size=(1,), generator=g).item()
+                j = torch.randint(0, width - w + 1, size=(1,), generator=g).item()
+                return i, j, h, w
+        in_ratio = float(width) / float(height)
+        if in_ratio < min(self.ratio):
+            w = width
+            h = int(round(w / min(self.ratio)))
+        elif in_ratio > max(self.ratio):
+            h = height
+            w = int(round(h * max(self.ratio)))
+        else:
+            w, h = width, height
+        return (height - h) // 2, (width - w) // 2, h, w
+
+    def __call__(self, clip: torch.Tensor, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        x = _clip_tchw(clip)
+        if self.scale is not None:
+            i, j, h, w = self._rrc_window(x.shape[-2], x.shape[-1], generator)
+            mode = TF.InterpolationMode(self.interpolation)
+            x = TF.resized_crop(x, i, j, h, w, self.crop_size, interpolation=mode,
+                                antialias=self.antialias and self.interpolation != "nearest")
+        else:
+            x = _resize(x, self.resize, self.interpolation, self.antialias)
+            ch, cw = self.crop_size
+            py = float(torch.rand((), generator=generator))
+            px = float(torch.rand((), generator=generator))
+            x = TF.crop(x, _crop_offset(x.shape[-2], ch, py), _crop_offset(x.shape[-1], cw, px), ch, cw)
+        if self.hflip_prob > 0 and float(torch.rand((), generator=generator)) < self.hflip_prob:
+            x = x.flip(-1)
+        return _finish(x, self.mean, self.std, self.layout)
+
+    def __repr__(self) -> str:
+        geometry = f"scale={self.scale}, ratio={self.ratio}" if self.scale is not None else f"resize={self.resize}"
+        return (f"ClipTrainTransform(crop_size={self.crop_size}, {geometry}, hflip_prob={self.hflip_prob}, "
+                f"mean={self.mean}, std={self.std}, layout={self.layout!r})")
+
+
+# ---- the native mapping (HabanaDataLoader) --------------------------------------------------
+
+class VideoPlan:
+    """How HabanaDataLoader runs a VideoFolder: video_reader's arguments and the operators
+    after it (``after(frames) -> DataNode``)."""
+
+    def __init__(self, reader_args: Dict[str, Any], after: Callable[[Any], Any]):
+        self.reader_args, self.after = reader_args, after
+
+
+def find_video_folder(dataset: Any) -> Optional[Tuple[VideoFolder, Optional[List[int]]]]:
+    """The VideoFolder under any Subsets and the index map they make, or None."""
+    indices: Optional[List[int]] = None
+    ds = dataset
+    while isinstance(ds, Subset):
+        idx = [int(i) for i in ds.indices]
+        indices = idx if indices is None else [idx[i] for i in indices]
+        ds = ds.dataset
+    return (ds, indices) if isinstance(ds, VideoFolder) else None
+
+
+def _same_behaviour(obj: Any, base: type, methods: Sequence[str]) -> bool:
+    return all(getattr(type(obj), m, None) is getattr(base, m, None) for m in methods)
+
+
+def video_plan(folder: VideoFolder) -> VideoPlan:
+    """The native mapping of ``folder`` (its clip sampling and transform); raises
+    ``_transforms.Unsupported`` listing every reason there is none."""
+    from . import fn
+    from ._transforms import Unsupported
+
+    reasons: List[str] = []
+    if not _same_behaviour(folder, VideoFolder, ("__getitem__", "clip_frames", "clip_location", "__len__")):
+        reasons.append(f"{type(folder).__name__} overrides how VideoFolder picks or decodes clips")
+    args: Dict[str, Any] = {"frames_per_clip": folder.frames_per_clip, "step": folder.step,
+                            "sampler": folder.sampler, "clips_per_video": folder.clips_per_video,
+                            "clip_stride": folder.clip_stride, "frame_rate": folder.frame_rate or 0.0,
+                            "output_type": "rgb"}
+    t = folder.transform
+    after: Callable[[Any], Any] = lambda frames: frames
+    if t is None:
+        pass
+    elif isinstance(t, ClipEvalTransform) and _same_behaviour(t, ClipEvalTransform, ("__call__",)):
+        if t.resize is not None:
+            args.update(resize=list(t.resize), interpolation=t.interpolation, antialias=t.antialias)
+        if t.crop_size is not None:
+            args["center_crop"] = list(t.crop_size)
+
+        def after(frames, t=t):
+            return fn.crop_mirror_normalize(frames, mean=t.mean or [], std=t.std or [], scale=255.0,
+                                            dtype="float32", output_layout=_LAYOUTS[t.layout])
+    elif isinstance(t, ClipTrainTransform) and _same_behaviour(t, ClipTrainTransform, ("__call__", "_rrc_window")):
+        geometry = {"interpolation": t.interpolation, "antialias": t.antialias}
+        if t.scale is not None:
+            args.update(random_crop="resized", scale=list(t.scale), ratio=list(t.ratio),
+                        resize=list(t.crop_size), **geometry)
+        else:
+            args.update(resize=list(t.resize), **geometry)
+
+        def after(frames, t=t):
+            extra: Dict[str, Any] = {}
+            if t.scale is None:
+                extra.update(crop=list(t.crop_size), crop_pos_x=fn.random_uniform(range=[0.0, 1.0]),
+                             crop_pos_y=fn.random_uniform(range=[0.0, 1.0]))
+            if t.hflip_prob > 0:
+                extra["mirror"] = fn.coin_flip(probability=t.hflip_prob)
+            return fn.crop_mirror_normalize(frames, mean=t.mean or [], std=t.std or [], scale=255.0,
+                                            dtype="float32", output_layout=_LAYOUTS[t.layout], **extra)
+    else:
+        reasons.append(f"the VideoFolder's transform is a {type(t).__name__}: natively only None, "
+                       "ClipTrainTransform and ClipEvalTransform (habana_dataloader.video)")
+    if reasons:
+        raise Unsupported(reasons)
+    return VideoPlan(args, after)
