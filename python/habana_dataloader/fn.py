@@ -12,6 +12,10 @@ for a per-sample argument input); ``name=`` names the node (and keys its random 
 operator's reference entry (docs/operators.md). Mistakes raise at the call: TypeError for an
 unknown argument, a wrong type or a wrong number of inputs; ValueError for a bad value.
 ``fn.python_function(*inputs, function=f)`` runs a Python callable (see its docstring).
+
+Habana MediaPipe's video names, ``fn.ReadVideoDatasetFromDir`` and ``fn.VideoDecoder``, keep
+MediaPipe's convention (construct with arguments, call in ``definegraph``) and map onto
+``video_reader``; their docstrings give the mapping argument by argument.
 """
 
 from __future__ import annotations
@@ -82,3 +86,6 @@ for _name, _schema in sorted(schemas.items()):
     globals()[_name] = _make(_schema)
     __all__.append(_name)
 del _name, _schema
+
+from ._mediapipe_ops import ReadVideoDatasetFromDir, VideoDecoder  # noqa: E402 (MediaPipe names)
+__all__ += ["ReadVideoDatasetFromDir", "VideoDecoder"]
