@@ -174,6 +174,19 @@ class Input {
   AVFormatContext* fmt_ = nullptr;
 };
 
+// Reads the start of the file for the streams' parameters, decoding a few frames of each:
+// bounded by libavformat's probesize (5 MB) and analyzeduration (5 s), as in the CLI, and its
+// decoders refuse frames over max_pixels before allocating them. Failing to find some
+// parameters is not an error (the CLI goes on too); an I/O error is.
+Status find_stream_info(const Input& in, int64_t max_pixels) {
+  AVFormatContext* fmt = in.fmt();
+  std::vector<AVDictionary*> options(fmt->nb_streams, nullptr);
+  for (AVDictionary*& d : options) av_dict_set_int(&d, "max_pixels", max_pixels, 0);
+  avformat_find_stream_info(fmt, options.empty() ? nullptr : options.data());
+  for (AVDictionary*& d : options) av_dict_free(&d);
+  return in.io_error();
+}
+
 const AVInputFormat* find_demuxer(const std::string& name) {
   void* it = nullptr;
   while (const AVInputFormat* f = av_demuxer_iterate(&it))
@@ -259,11 +272,12 @@ void number_frames(const std::vector<PacketTimes>& packets, VideoInfo* info) {
 // sizes its output by the first frame). Best effort: a decoder that fails leaves the header's.
 class FirstFrame {
  public:
-  explicit FirstFrame(const AVStream* st) {
+  FirstFrame(const AVStream* st, int64_t max_pixels) {
     const AVCodec* codec = avcodec_find_decoder(st->codecpar->codec_id);
     ctx_ = codec ? avcodec_alloc_context3(codec) : nullptr;
     if (!ctx_) return;
     ctx_->thread_count = 1;
+    ctx_->max_pixels = max_pixels;
     ctx_->log_level_offset = 100;
     ctx_->pkt_timebase = st->time_base;
     if (avcodec_parameters_to_context(ctx_, st->codecpar) < 0 || avcodec_open2(ctx_, codec, nullptr) < 0)
@@ -402,28 +416,40 @@ class Scratch {
 
 // Copies `src` (h rows of w pixels of c bytes, `stride` bytes apart) into `out` ([H, W, c],
 // any strides), rotated clockwise by `rotation` degrees (as transpose=clock for 90, hflip+vflip
-// for 180, transpose=cclock for 270).
+// for 180, transpose=cclock for 270). Quarter turns read the source down its columns, so they
+// go by tiles that stay in cache.
+template <int C>
+void rotate_tile(const uint8_t* s, int64_t step, uint8_t* d, int64_t ps, int64_t n) {
+  for (int64_t x = 0; x < n; ++x, d += ps)
+    for (int k = 0; k < C; ++k) d[k] = s[x * step + k];
+}
+
 void write_rotated(const uint8_t* src, int64_t stride, int64_t w, int64_t h, int64_t c, int rotation,
                    const TensorView& out) {
   auto* dst = static_cast<uint8_t*>(out.data);
   const int64_t out_h = out.shape[0], out_w = out.shape[1];
   const int64_t rs = out.strides[0], ps = out.strides[1];
-  for (int64_t y = 0; y < out_h; ++y) {
-    const uint8_t* s;
-    int64_t step;  // bytes from one source pixel to the next along an output row
-    switch (rotation) {
-      case 90: s = src + (h - 1) * stride + y * c, step = -stride; break;
-      case 180: s = src + (h - 1 - y) * stride + (w - 1) * c, step = -c; break;
-      case 270: s = src + (w - 1 - y) * c, step = stride; break;
-      default: s = src + y * stride, step = c; break;
+  constexpr int64_t kTile = 32;
+  for (int64_t x0 = 0; x0 < out_w; x0 += kTile) {
+    const int64_t n = std::min(kTile, out_w - x0);
+    for (int64_t y = 0; y < out_h; ++y) {
+      const uint8_t* s;
+      int64_t step;  // bytes from one source pixel to the next along an output row
+      switch (rotation) {
+        case 90: s = src + (h - 1 - x0) * stride + y * c, step = -stride; break;
+        case 180: s = src + (h - 1 - y) * stride + (w - 1 - x0) * c, step = -c; break;
+        case 270: s = src + x0 * stride + (w - 1 - y) * c, step = stride; break;
+        default: s = src + y * stride + x0 * c, step = c; break;
+      }
+      uint8_t* d = dst + y * rs + x0 * ps;
+      if (step == c && ps == c) {
+        std::memcpy(d, s, size_t(n * c));
+      } else if (c == 3) {
+        rotate_tile<3>(s, step, d, ps, n);
+      } else {
+        rotate_tile<1>(s, step, d, ps, n);
+      }
     }
-    uint8_t* d = dst + y * rs;
-    if (step == c && ps == c) {
-      std::memcpy(d, s, size_t(out_w * c));
-      continue;
-    }
-    for (int64_t x = 0; x < out_w; ++x, s += step, d += ps)
-      for (int64_t k = 0; k < c; ++k) d[k] = s[k];
   }
 }
 
@@ -530,8 +556,7 @@ class ClipDecode {
     const bool known = !(fmt->ctx_flags & AVFMTCTX_NOHEADER) && index < int(fmt->nb_streams) &&
                        fmt->streams[index]->codecpar->codec_id != AV_CODEC_ID_NONE &&
                        fmt->streams[index]->codecpar->width > 0;
-    if (!known && avformat_find_stream_info(fmt, nullptr) < 0 && !input_->io_error().is_ok())
-      return input_->io_error();
+    if (!known) HDL_RETURN_IF_ERROR(find_stream_info(*input_, options_.max_frame_pixels));
     if (index >= int(fmt->nb_streams) || fmt->streams[index]->codecpar->codec_type != AVMEDIA_TYPE_VIDEO)
       return Status::invalid_data("stream " + std::to_string(index) + " is not a video stream: the file is not the one probed");
     discard_all_but(fmt, index);
@@ -789,8 +814,7 @@ Result<VideoInfo> VideoDecoder::probe(const RandomAccessFile& file) {
   Input in;
   HDL_RETURN_IF_ERROR(in.open(file, nullptr, "not a video file"));
   AVFormatContext* fmt = in.fmt();
-  // Bounded by libavformat's probesize (5 MB) and analyzeduration (5 s), as in the CLI.
-  if (avformat_find_stream_info(fmt, nullptr) < 0 && !in.io_error().is_ok()) return in.io_error();
+  HDL_RETURN_IF_ERROR(find_stream_info(in, options_.max_frame_pixels));
   const std::string demuxer = fmt->iformat->name;
   if (demuxer == "image2" || demuxer == "image2pipe" || demuxer.ends_with("_pipe"))
     return Status::invalid_data("not a video: libavformat reads it as a still image (" + demuxer + ")");
@@ -821,7 +845,7 @@ Result<VideoInfo> VideoDecoder::probe(const RandomAccessFile& file) {
   if (info.time_base_num <= 0 || info.time_base_den <= 0) info.time_base_num = info.time_base_den = 1;
 
   discard_all_but(fmt, index);
-  FirstFrame first(st);
+  FirstFrame first(st, options_.max_frame_pixels);
   std::vector<PacketTimes> packets;
   AVPacket* pkt = impl_->packet;
   int read_error = 0;

@@ -17,10 +17,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PARAM_BYTES = 32
 IMAGE_TARGETS = {"fuzz_jpeg_decoder", "fuzz_jpeg_index", "fuzz_ffmpeg_image_decoder", "fuzz_image_probe"}
+VIDEO_TARGETS = {"fuzz_video"}
 
 
 def files(d, exts=None, recursive=False):
@@ -98,6 +100,39 @@ def jpeg_crops(paths, max_pixels):
     return out
 
 
+def small_videos(corpus):
+    """The two smallest corpus clips as they are, and (name, bytes) of 8 frames of a corpus
+    clip at 64x48 re-encoded by the ffmpeg CLI in the corpus's codecs and containers (skipped
+    without ffmpeg): B-frames, a rotation, 10-bit 4:4:4, MPEG-PS, Ogg, AVI."""
+    vdir = os.path.join(corpus, "video")
+    clips = files(os.path.join(vdir, "original")) + files(os.path.join(vdir, "derived"))
+    out = sorted(clips, key=lambda p: (os.path.getsize(p), p))[:2]
+    src = os.path.join(vdir, "original", "office_h264_320x240.mp4")
+    if not os.path.isfile(src):
+        return out
+    kinds = (("h264_bframes.mp4", ["-c:v", "libx264", "-bf", "2", "-g", "4"]),
+             ("h264_rotate90.mp4", ["-c:v", "libx264", "-metadata:s:v", "rotate=90"]),
+             ("h264_444_10bit.mkv", ["-c:v", "libx264", "-pix_fmt", "yuv444p10le"]),
+             ("hevc.mp4", ["-c:v", "libx265", "-x265-params", "log-level=none"]),
+             ("vp9.webm", ["-c:v", "libvpx-vp9"]),
+             ("mpeg4_bframes.avi", ["-c:v", "mpeg4", "-bf", "1"]),
+             ("mjpeg.avi", ["-c:v", "mjpeg"]),
+             ("mpeg2.mpg", ["-c:v", "mpeg2video"]),
+             ("theora.ogv", ["-c:v", "libtheora"]))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, args in kinds:
+            dst = os.path.join(tmp, name)
+            try:
+                r = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", src, "-an", "-frames:v", "8",
+                                    "-vf", "scale=64:48", *args, dst], capture_output=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                print("seeds.py: no ffmpeg: no re-encoded video seeds", file=sys.stderr)
+                break
+            if r.returncode == 0 and os.path.isfile(dst):
+                out.append((f"video_{name}", open(dst, "rb").read()))
+    return out
+
+
 def seeds_for(target, corpus):
     """(name, path or bytes) pairs."""
     t = os.path.join(corpus, "tests")
@@ -117,6 +152,8 @@ def seeds_for(target, corpus):
         out += files(os.path.join(t, "jpeg", "exotic"), {".jpg"})  # 12-bit, lossless: FFmpeg's
         small = sorted((p for p in pngs if "/ok/" in p), key=os.path.getsize)
         out += converted(small[:4] + small[-4:])
+    if target in VIDEO_TARGETS:
+        out += small_videos(corpus)
     out += files(os.path.join(HERE, "seeds", target))
     if target == "fuzz_file_list":
         m = os.path.join(corpus, "imagenet", "manifest.tsv")
@@ -147,7 +184,7 @@ def main():
         seeds = seeds[::step][:a.limit]
     for name, src in seeds:
         data = src if isinstance(src, bytes) else open(src, "rb").read()
-        if a.target in IMAGE_TARGETS:
+        if a.target in IMAGE_TARGETS | VIDEO_TARGETS:
             data += hashlib.sha256(name.encode()).digest()[:PARAM_BYTES]
         with open(os.path.join(a.out, name), "wb") as f:
             f.write(data)
