@@ -2,6 +2,8 @@
 
 A torchvision ImageFolder/DatasetFolder (or a Subset of one) whose transform the pipeline can
 express runs natively: threads instead of worker processes, no pickling, no per-sample Python.
+So does a habana_dataloader.VideoFolder whose transform is None or one of its clip transforms
+(video_reader over the folder's videos; the sampler's indices are clip indices).
 Anything else runs torch's own DataLoader code (the loader *is* one: the same iterators,
 workers, warnings and errors), with every reason listed in ``.fallback_reason``, logged, and
 warned once per process (``strict=True`` raises instead).
