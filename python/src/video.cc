@@ -86,7 +86,9 @@ py::dict info_to_dict(const VideoInfo& v) {
 py::array_t<int64_t> timeline(const VideoInfo& v, double frame_rate) {
   if (frame_rate < 0) throw ConfigError("frame_rate must be >= 0 (0: the video's own frames)");
   const int64_t n = timeline_length(v, frame_rate);
-  py::array_t<int64_t> out(n);
+  // Strides given explicitly: pybind11 2.10 reads the item size from a numpy 1 descriptor
+  // layout, which numpy 2 changed (strides would come out 0).
+  py::array_t<int64_t> out({py::ssize_t(n)}, {py::ssize_t(sizeof(int64_t))});
   int64_t* p = out.mutable_data();
   {
     py::gil_scoped_release nogil;
@@ -112,7 +114,8 @@ py::array decode_clip(const std::string& path, const std::vector<int64_t>& frame
   const int64_t t = static_cast<int64_t>(frames.size()), c = color_channels(o.color);
   const int64_t h = apply_rotation ? info->display_height() : info->height;
   const int64_t w = apply_rotation ? info->display_width() : info->width;
-  py::array_t<uint8_t> out({t, h, w, c});
+  py::array_t<uint8_t> out({py::ssize_t(t), py::ssize_t(h), py::ssize_t(w), py::ssize_t(c)},
+                           {py::ssize_t(h * w * c), py::ssize_t(w * c), py::ssize_t(c), py::ssize_t(1)});
   if (t == 0) return std::move(out);
   uint8_t* base = out.mutable_data();
   std::vector<int64_t> order(frames.size());
