@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from torch.utils.data import DataLoader, Subset
+from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from conftest import corpus_dir
 from habana_dataloader import DataError, HabanaDataLoader, MediaPipe, Pipeline, VideoFolder, _C, fn
@@ -185,6 +185,10 @@ def test_loader_matches_torch_eval(folder, sampler):
     theirs = list(DataLoader(ds, batch_size=3, shuffle=True, generator=g()))
     assert ours[0][0].shape == (3, 3, 8, 40, 40)  # CTHW, as torchvision's video models take
     assert assert_close_batches(ours, theirs) == len(ds)
+    # Sharding through torch's DistributedSampler: rank 1 of 2, padded as torch pads.
+    shard = lambda: DistributedSampler(ds, num_replicas=2, rank=1, shuffle=True, seed=4)
+    ours = list(native(ds, batch_size=4, sampler=shard(), threads=2))
+    assert assert_close_batches(ours, list(DataLoader(ds, batch_size=4, sampler=shard()))) == (len(ds) + 1) // 2
 
 
 def test_loader_matches_torch_layouts_subset_and_uint8(folder, tmp_path):
