@@ -6,7 +6,8 @@ fused into the decoder, which then decodes only the region it needs), ToTensor +
 as one crop_mirror_normalize pass to float32 CHW, then tensor-stage RandomErasing. Random
 application (RandomGrayscale, RandomSolarize, RandomInvert, RandomApply) is the operators'
 ``probability`` argument; a RandomApply of several transforms binds one coin_flip to all of
-them (one draw: all or none). Every operator and fused decoder argument is
+them (one draw: all or none). timm's transforms enter as the torchvision transforms they
+equal (_timm.py), or with the reason they have none. Every operator and fused decoder argument is
 looked up in the registry at run time; what is missing becomes a fallback reason.
 """
 
@@ -26,6 +27,7 @@ from torchvision.datasets.folder import default_loader, pil_loader
 
 from . import fn
 from ._graph import DataNode
+from ._timm import CountedErasing, Unmapped, as_torchvision as _timm_as_torchvision
 
 
 class Unsupported(Exception):
@@ -221,7 +223,8 @@ def _flatten(t: Any) -> List[Any]:
     inner = _delegate(t)
     if inner is not None and inner is not t:
         return _flatten(inner)
-    return [t]
+    timm = _timm_as_torchvision(t)  # timm's classes as the torchvision transforms they equal
+    return [t] if timm is None else timm
 
 
 _FLIPS = (T.RandomHorizontalFlip, T.RandomVerticalFlip)
@@ -243,6 +246,8 @@ def _apply_items(t: Any) -> List[Any]:
 def _apply_reasons(t: Any, shared: bool = False) -> List[str]:
     """Why `t` cannot run with a probability of being applied: its own RandomApply, or (shared)
     one draw common to the several transforms of an enclosing RandomApply."""
+    if isinstance(t, Unmapped):
+        return [t.reason]
     kind, name = _kind(t), type(t).__name__
     op = recipe_op(t)
     if op is not None:  # a recipe's own class: shared only when it has no probability of its own
@@ -277,6 +282,9 @@ def _split(transform: Any):
     erasing: List[Any] = []
     reasons: List[str] = []
     for t in ts:
+        if isinstance(t, Unmapped):
+            reasons.append(t.reason)
+            continue
         kind = _kind(t)
         name = type(t).__name__
         if to_tensor is None:
@@ -510,8 +518,15 @@ def _erasing(t: Any, x: DataNode) -> DataNode:
         values: Dict[str, Any] = {"random_values": True}
     else:
         values = {"value": [float(v)] if isinstance(v, (int, float)) else [float(a) for a in v]}
-    return fn.random_erasing(x, probability=float(t.p), scale=[float(s) for s in t.scale],
-                             ratio=[float(r) for r in t.ratio], **values)
+    count = t.count if isinstance(t, CountedErasing) else 1  # timm's: 1 / count the area each, one draw of p
+    p: Any = float(t.p)
+    if count > 1 and 0 < p < 1:
+        _require("coin_flip")
+        p = fn.coin_flip(probability=p)
+    for _ in range(count):
+        x = fn.random_erasing(x, probability=p, scale=[float(s) / count for s in t.scale],
+                              ratio=[float(r) for r in t.ratio], **values)
+    return x
 
 
 def _pad(padding: Any, fill: Any, mode: str, x: DataNode) -> DataNode:

@@ -7,7 +7,7 @@ recipes are not packages): pytorch/examples imagenet; torchvision's classificati
 references (presets.py with their auto-augment, random-erasing and MixUp/CutMix options, and
 ``weights.transforms()``); DINO; MoCo v2 and v3; BYOL; SimCLR. timm's create_transform (and
 the recipes built on it: DeiT, MAE fine-tuning) needs timm, which is not a dependency: those
-are listed in TIMM_RECIPES and skipped without timm.
+are built by timm_recipes() (listed in TIMM_RECIPES) only where timm is installed.
 
     PYTHONPATH=build/python /usr/bin/python3 tests/python/recipes.py [--root DIR] [--bench]
 
@@ -258,15 +258,38 @@ def recipes() -> Dict[str, Builder]:
     }
 
 
-# Recipes built on timm (create_transform, timm's RandAugment strings, RandomErasing, Mixup):
-# measured only where timm is installed.
+# Recipes built on timm (create_transform, timm's RandAugment strings, RandomErasing; DeiT and
+# MAE apply timm's Mixup to the batch in their training loop, not in the loader): measured only
+# where timm is installed (tests/python/test_timm.py, or this script run with timm).
 TIMM_RECIPES = ["timm create_transform train (rand-m9-mstd0.5-inc1, reprob 0.25)", "timm eval",
-                "DeiT train", "MAE fine-tune train"]
+                "timm create_transform train (default)", "DeiT train", "MAE fine-tune train"]
+TIMM_MIN_NATIVE = 2  # timm eval, train (default); the rest wait on timm's RandAugment
 
 
-def build(name: str, root: str, batch_size: int = 32, threads: int = 2, **extra):
+def timm_recipes() -> Dict[str, Builder]:
+    """TIMM_RECIPES' builders, as the recipes call create_transform; {} without timm."""
+    try:
+        from timm.data import create_transform
+    except ImportError:
+        return {}
+    # DeiT main.py / MAE main_finetune.py build_transform (is_training=True): the same call.
+    deit = create_transform(input_size=224, is_training=True, color_jitter=0.3, auto_augment="rand-m9-mstd0.5-inc1",
+                            interpolation="bicubic", re_prob=0.25, re_mode="pixel", re_count=1)
+    mae = create_transform(input_size=224, is_training=True, color_jitter=None, auto_augment="rand-m9-mstd0.5-inc1",
+                           interpolation="bicubic", re_prob=0.25, re_mode="pixel", re_count=1, mean=MEAN, std=STD)
+    return {
+        TIMM_RECIPES[0]: _plain(create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1",
+                                                 re_prob=0.25, interpolation="bicubic"), shuffle=True),
+        TIMM_RECIPES[1]: _plain(create_transform(224, crop_pct=0.875, interpolation="bicubic")),
+        TIMM_RECIPES[2]: _plain(create_transform(224, is_training=True), shuffle=True),
+        TIMM_RECIPES[3]: _plain(deit, shuffle=True, drop_last=True),
+        TIMM_RECIPES[4]: _plain(mae, shuffle=True, drop_last=True),
+    }
+
+
+def build(name: str, root: str, batch_size: int = 32, threads: int = 2, builders=None, **extra):
     from habana_dataloader import HabanaDataLoader
-    ds, kw = recipes()[name](root)
+    ds, kw = (builders or recipes())[name](root)
     kw.update(extra)
     return HabanaDataLoader(ds, batch_size=batch_size, threads=threads, num_workers=threads, **kw)
 
@@ -295,21 +318,23 @@ def main() -> None:
     ap.add_argument("--only", action="append", default=[], help="loaders whose name contains this (repeatable)")
     a = ap.parse_args()
     native = 0
-    names = [n for n in recipes() if not a.only or any(o in n for o in a.only)]
+    builders = {**recipes(), **timm_recipes()}
+    names = [n for n in builders if not a.only or any(o in n for o in a.only)]
     for name in names:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            loader = build(name, a.root, a.batch, a.threads)
+            loader = build(name, a.root, a.batch, a.threads, builders=builders)
         native += loader.native
         line = f"{'native  ' if loader.native else 'fallback'} {name}"
         if a.bench:
             ours = _rate(loader, a.batches)
-            ds, kw = recipes()[name](a.root)
+            ds, kw = builders[name](a.root)
             theirs = _rate(torch.utils.data.DataLoader(ds, batch_size=a.batch, num_workers=a.threads, **kw), a.batches)
             line += f": {ours:7.1f} images/s vs torch {theirs:7.1f} ({ours / theirs:.2f}x)"
         print(line + ("" if loader.native else f"\n           {loader.fallback_reason}"))
         sys.stdout.flush()
-    print(f"{native} of {len(names)} recipe loaders native ({len(TIMM_RECIPES)} timm-based ones not counted)")
+    skipped = "" if timm_recipes() else f" ({len(TIMM_RECIPES)} timm-based ones not counted: no timm)"
+    print(f"{native} of {len(names)} recipe loaders native{skipped}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,173 @@
+"""timm's transforms as the torchvision transforms they equal, or the reason they have none.
+
+timm is not a dependency: nothing here imports it. A transform is recognised as timm's when its
+class (or a base it inherits its behaviour from) is one of timm's, found through
+``sys.modules`` (a timm object exists only once timm is imported). What equals a torchvision
+transform is rewritten as one, so the torchvision mapping (_transforms.py) does the rest:
+
+- ``MaybeToTensor`` -> ``ToTensor``; ``MaybePILToTensor`` -> ``PILToTensor`` (both pass
+  tensors through; the dataset hands them PIL images). ``ToNumpy`` (``use_prefetcher=True``)
+  -> ``PILToTensor``: uint8 CHW, which default_collate turns into the same uint8 batch.
+- ``RandomResizedCropAndInterpolation`` -> ``RandomResizedCrop``: the same get_params (area
+  fraction in scale, log-uniform ratio, 10 tries, central-crop fallback) drawn from Python's
+  ``random`` in float64 instead of torch's generator in float32: the same distribution, as
+  the native stream's is torchvision's. timm also accepts a zero-sized window where
+  torchvision retries; that needs a window under half a pixel, where timm's resize fails.
+  ``interpolation='random'`` (bilinear or bicubic per image) stays unmapped.
+- ``RandomErasing`` (per image: one ``random.random() > p`` test, then ``count`` rectangles of
+  area fraction U(min_area, max_area) / count, log-uniform aspect h / w, 10 tries each) ->
+  ``RandomErasing(p, scale, ratio, value=0)`` for mode 'const' and ``value='random'``
+  (per-element standard normal) for 'pixel'; a fixed count > 1 is that many rectangles bound
+  to one draw of p. 'rand' (one normal colour per channel) and a random count stay unmapped.
+  ``num_splits`` acts on batches only and ``device`` only says where noise is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, List, Optional, Tuple
+
+import torchvision.transforms as T
+
+
+class Unmapped:
+    """Stands for a timm transform with no native mapping; `reason` says why."""
+
+    def __init__(self, transform: Any, reason: str):
+        self.transform, self.reason = transform, reason
+
+
+class CountedErasing(T.RandomErasing):
+    """RandomErasing erasing `count` rectangles (area fraction scaled by 1 / count) after one
+    draw of p: timm's fixed count. Maps as RandomErasing (it overrides no behaviour), read with
+    its count by _transforms._erasing; never called (the torch path runs timm's own)."""
+
+    def __init__(self, count: int, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.count = count
+
+
+# What each timm class's behaviour is made of: a subclass that overrides none of these is
+# taken as its timm base.
+_BEHAVIOUR = ("__call__", "forward", "get_params", "_erase")
+
+
+def _timm_base(t: Any) -> Optional[Tuple[str, str]]:
+    """The key in _NAMES of the timm class `t` behaves as, or None."""
+    known = {}
+    for (mod_name, name) in _NAMES:
+        cls = getattr(sys.modules.get(mod_name), name, None)
+        if isinstance(cls, type):
+            known[cls] = (mod_name, name)
+    cls = type(t)
+    for base in cls.__mro__:
+        if base in known:
+            same = all(getattr(cls, m, None) is getattr(base, m, None) for m in _BEHAVIOUR)
+            return known[base] if same else None
+    return None
+
+
+def _rrc(t: Any) -> Any:
+    interp = t.interpolation
+    if isinstance(interp, (tuple, list)):
+        return Unmapped(t, "timm RandomResizedCropAndInterpolation(interpolation='random'): a random choice of "
+                           "bilinear or bicubic per image has no native mapping")
+    return T.RandomResizedCrop(list(t.size), scale=tuple(t.scale), ratio=tuple(t.ratio), interpolation=interp)
+
+
+def _erasing(t: Any) -> Any:
+    name = f"timm RandomErasing(mode={t.mode!r}, count=({t.min_count}, {t.max_count}))"
+    if t.mode == "rand":
+        return Unmapped(t, f"{name}: one standard normal colour per channel has no native mapping "
+                           "(random_erasing erases with a constant or per-element normal values)")
+    if t.min_count != t.max_count:
+        return Unmapped(t, f"{name}: a random number of rectangles per image has no native mapping "
+                           "(a fixed count is native)")
+    count = int(t.min_count)
+    if count < 1:
+        return Unmapped(t, f"{name}: count {count} erases nothing: use no RandomErasing")
+    value: Any = "random" if t.mode == "pixel" else 0
+    ratio = (math.exp(t.log_aspect_ratio[0]), math.exp(t.log_aspect_ratio[1]))
+    try:
+        return CountedErasing(count, p=float(t.probability), scale=(float(t.min_area), float(t.max_area)),
+                              ratio=ratio, value=value)
+    except (ValueError, TypeError) as e:
+        return Unmapped(t, f"{name}: {e}")
+
+
+def _rand_augment_name(t: Any) -> str:
+    """timm's config string for a RandAugment (rand-m9-mstd0.5-inc1), rebuilt from its ops."""
+    ops = list(t.ops)
+    if not ops:
+        return "rand, no ops"
+    op = ops[0]
+    parts = ["rand", f"m{op.magnitude:g}" if isinstance(op.magnitude, float) else f"m{op.magnitude}"]
+    if t.num_layers != 2:
+        parts.append(f"n{t.num_layers}")
+    if op.prob != 0.5:
+        parts.append(f"p{op.prob:g}")
+    if op.magnitude_std:
+        parts.append("mstd101" if op.magnitude_std == float("inf") else f"mstd{op.magnitude_std:g}")
+    if op.magnitude_max is not None:
+        parts.append(f"mmax{op.magnitude_max}")
+    if any(o.name.endswith("Increasing") for o in ops):
+        parts.append("inc1")
+    if t.choice_weights is not None:
+        parts.append("tweights")
+    return "-".join(parts)
+
+
+def _rand_augment(t: Any) -> Unmapped:
+    names = [o.name for o in t.ops]
+    own = [n for n in names if n in ("SolarizeAdd", "TranslateXRel", "TranslateYRel") or n.endswith("Increasing")]
+    return Unmapped(t, f"timm RandAugment ({_rand_augment_name(t)}): timm's op set ({', '.join(own or names)}), "
+                       f"its per-op probability and magnitude noise have no native mapping (the auto_augment "
+                       "operator implements torchvision's policies)")
+
+
+def _auto_augment(t: Any) -> Unmapped:
+    return Unmapped(t, f"timm AutoAugment ({len(t.policy)} sub-policies of timm's AugmentOp): timm's ops and "
+                       "resampling have no native mapping (the auto_augment operator implements torchvision's "
+                       "policies)")
+
+
+def _augmix(t: Any) -> Unmapped:
+    return Unmapped(t, f"timm AugMixAugment (width {t.width}, depth {t.depth}, alpha {t.alpha}): timm's op set "
+                       "has no native mapping (the augmix operator implements torchvision's AugMix)")
+
+
+def _to_tensor(t: Any) -> Unmapped:
+    return Unmapped(t, f"timm ToTensor(dtype={t.dtype}): unscaled pixel values as floats have no native mapping")
+
+
+_TF, _RE, _AA = "timm.data.transforms", "timm.data.random_erasing", "timm.data.auto_augment"
+_NAMES = {
+    (_TF, "MaybeToTensor"): lambda t: T.ToTensor(),
+    (_TF, "MaybePILToTensor"): lambda t: T.PILToTensor(),
+    (_TF, "ToNumpy"): lambda t: T.PILToTensor(),
+    (_TF, "ToTensor"): _to_tensor,
+    (_TF, "RandomResizedCropAndInterpolation"): _rrc,
+    (_RE, "RandomErasing"): _erasing,
+    (_AA, "RandAugment"): _rand_augment,
+    (_AA, "AutoAugment"): _auto_augment,
+    (_AA, "AugMixAugment"): _augmix,
+}
+
+
+def as_torchvision(t: Any) -> Optional[List[Any]]:
+    """[the torchvision transform `t` equals] or [Unmapped(t, why)] for a timm transform; None
+    for anything else (and whenever timm is not imported)."""
+    if not type(t).__module__.startswith("timm.") and not any(
+            c.__module__.startswith("timm.") for c in type(t).__mro__):
+        return None
+    key = _timm_base(t)
+    if key is None:
+        if type(t).__module__.startswith("timm."):
+            return [Unmapped(t, f"timm's {type(t).__name__} has no native mapping")]
+        return [Unmapped(t, f"{type(t).__name__} overrides how timm's {_first_timm(t)} transforms")]
+    return [_NAMES[key](t)]
+
+
+def _first_timm(t: Any) -> str:
+    return next(c.__name__ for c in type(t).__mro__ if c.__module__.startswith("timm."))
