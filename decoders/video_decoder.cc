@@ -2,10 +2,12 @@
 //
 // One decode() call: open the container over the RandomAccessFile, open a decoder, then for each
 // frame asked for (ascending) seek to the keyframe at or before it when that skips decoding, feed
-// packets, and identify each frame the decoder returns by its timestamp. A seek that lands in
-// the wrong place (after the frame, or on a frame that is not a keyframe) is retried from an
-// earlier keyframe, then from the start of the file with no more seeks: an inexact index costs
-// time, never a wrong frame.
+// packets, and identify each frame the decoder returns by its timestamp. What follows a seek is
+// checked before it is trusted (the first frame at or after the keyframe sought is a keyframe no
+// later than the target, the frames after it are undamaged and ascending); a seek that fails
+// the checks is retried from a few frames earlier, then from earlier keyframes, then from the
+// start of the file with no more seeks: an inexact index or a demuxer that mislabels the packets
+// after a seek costs time, never a wrong frame.
 #include "decoders/video_decoder.h"
 
 extern "C" {
@@ -33,7 +35,10 @@ namespace {
 
 constexpr int kIoBufferSize = 64 * 1024;
 constexpr int kMaxBadSeeks = 3;  // then decode forward from the start, seeking no more
-constexpr int64_t kSeekBack = 3;  // frames: how far before a keyframe a retried seek aims
+// Frames before a keyframe that a seek aims at when an exact seek missed (or in an MPEG stream,
+// where it would land on the keyframe's own PES packet: its dts is up to the reorder depth
+// below its pts, and the frame landed on loses its timestamps).
+constexpr int64_t kSeekBack = 6;
 constexpr int64_t kMinSkip = 2;   // frames a seek must skip to be worth making
 
 std::string av_error_text(int err) {
@@ -154,10 +159,16 @@ class Input {
     fmt_->io_open = refuse_io_open;
     if (int err = avformat_open_input(&fmt_, "", format, nullptr); err < 0)  // frees fmt_
       return error(err, std::string(what) + " (libavformat: ");
+    const std::string name = fmt_->iformat->name;
+    mpeg_stream_ = name == "mpeg" || name == "mpegts";
     return Status::ok();
   }
 
   AVFormatContext* fmt() const { return fmt_; }
+  /// An MPEG program or transport stream: no index, so libavformat seeks by bisecting the file
+  /// on decode timestamps, landing at the start of a PES packet whose timestamps the demuxer
+  /// then hands to the tail of the frame before it (which it returns first).
+  bool mpeg_stream() const { return mpeg_stream_; }
   const Status& io_error() const { return io_.error; }
 
   /// The Status for FFmpeg error `err`: the file's own I/O error if there was one (FFmpeg only
@@ -172,6 +183,7 @@ class Input {
   FileIo io_;
   AVIOContext* avio_ = nullptr;
   AVFormatContext* fmt_ = nullptr;
+  bool mpeg_stream_ = false;
 };
 
 // Reads the start of the file for the streams' parameters, decoding a few frames of each:
@@ -534,8 +546,7 @@ class ClipDecode {
       }
       if (err < 0) return codec_error(err);
       ++report_.frames_decoded;
-      const int64_t index = identify();
-      Status s = index < 0 ? Status::ok() : on_frame(index, target, next, deliver);
+      Status s = on_frame(identify(), target, next, deliver);
       av_frame_unref(frame_);
       HDL_RETURN_IF_ERROR(s);
     }
@@ -575,6 +586,7 @@ class ClipDecode {
       if (err == AVERROR(ENOMEM)) return Status::resource_exhausted("out of memory");
       return Status::unsupported("cannot open the FFmpeg " + info_.codec + " decoder: " + av_error_text(err));
     }
+    if (input_->mpeg_stream()) seek_back_ = kSeekBack;
     run_key_ = 0;
     run_key_frame_ = info_.keyframes.front();
     seeked_ = false;
@@ -668,23 +680,36 @@ class ClipDecode {
   }
 
   // The frame's index in presentation order (decode order for sequential videos), or -1 for a
-  // frame whose timestamp is not one of the video's.
+  // frame whose timestamp is not one of the video's. After a seek only a timestamp the frame's
+  // packet carried counts, not libavcodec's guess.
   int64_t identify() {
     if (info_.sequential) return output_count_++;
-    int64_t ts = frame_->pts != AV_NOPTS_VALUE ? frame_->pts : frame_->best_effort_timestamp;
+    int64_t ts = frame_->pts;
+    if (ts == AV_NOPTS_VALUE && !seeked_) ts = frame_->best_effort_timestamp;
     if (ts == AV_NOPTS_VALUE) return -1;
     auto it = std::lower_bound(info_.pts.begin(), info_.pts.end(), ts);
     return it != info_.pts.end() && *it == ts ? it - info_.pts.begin() : -1;
   }
 
   Status on_frame(int64_t index, int64_t target, size_t& next, const Deliver& deliver) {
-    if (index >= run_key_frame_ && !run_started_) {
-      // After a seek, the first frame at or after the keyframe sought must be a keyframe (that
-      // one, or a later one the seek landed on) no later than the target.
-      run_started_ = true;
-      const bool key = frame_->key_frame || frame_->pict_type == AV_PICTURE_TYPE_I;
-      if (seeked_ && (index > target || !key)) return reseek();
+    if (seeked_) {
+      // After a seek the demuxer's first timestamps can be wrong, and frames decoded without
+      // their references are damaged. A run is trusted only if its first frame at or after the
+      // keyframe sought is a keyframe to both the decoder and probe(), no later than the
+      // target, and every frame after it is undamaged, identified, and later than the last.
+      const bool damaged = frame_->decode_error_flags || (frame_->flags & AV_FRAME_FLAG_CORRUPT);
+      if (!run_started_) {
+        if (index < run_key_frame_) return Status::ok();  // before the keyframe: not wanted
+        run_started_ = true;
+        const bool key = frame_->key_frame || frame_->pict_type == AV_PICTURE_TYPE_I;
+        if (index > target || !key || damaged ||
+            !std::binary_search(info_.keyframes.begin(), info_.keyframes.end(), index))
+          return reseek();
+      } else if (index <= last_ || damaged) {
+        return reseek();
+      }
     }
+    if (index < 0) return Status::ok();
     if (index < target) {
       last_ = std::max(last_, index);
       return Status::ok();
@@ -733,7 +758,7 @@ class ClipDecode {
   int read_error_ = 0;         // why reading stopped, if not at the end of the file
   int64_t output_count_ = 0;   // sequential videos: frames out of the decoder so far
   int bad_seeks_ = 0;
-  int64_t seek_back_ = 0;      // frames before a keyframe a seek aims at (kSeekBack once one missed)
+  int64_t seek_back_ = 0;      // frames before a keyframe a seek aims at (kSeekBack)
   bool no_seeks_ = false;
 };
 

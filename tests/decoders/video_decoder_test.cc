@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "pipeline/file_system.h"
 #include "tests/test_util.h"
 
@@ -246,25 +248,24 @@ TEST_P(VideoClip, ProbeMatchesManifestAndFfprobe) {
   EXPECT_EQ(info.rotation, (360 - std::atoi(rotation.c_str()) % 360) % 360) << rotation;
 }
 
-// Every frame equals the CLI's rgb24 output byte for byte, in number and in content
-// (-fps_mode passthrough: no frame dropped or duplicated for timing).
-TEST_P(VideoClip, AllFramesEqualFfmpegCli) {
-  HDL_REQUIRE_VIDEO_CORPUS();
-  HDL_REQUIRE_FFMPEG();
-  const std::string clip = GetParam();
+// Decodes every frame of `path` and compares it with the CLI's rgb24 output byte for byte, in
+// number and in content (-fps_mode passthrough: no frame dropped or duplicated for timing).
+void expect_all_frames_equal_cli(const fs::path& path) {
   VideoDecoder dec;
-  Opened o = open_clip(dec, clip);
-  ASSERT_TRUE(o.file);
-  const std::string cmd = "ffmpeg -nostdin -v error -i " + quoted(video_dir() / clip) +
+  auto f = posix_file_system()->open(path.string());
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  auto info = dec.probe(**f);
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  const std::string cmd = "ffmpeg -nostdin -v error -i " + quoted(path) +
                           " -map 0:v:0 -fps_mode passthrough -f rawvideo -pix_fmt rgb24 -";
   FILE* cli = popen(cmd.c_str(), "r");
   ASSERT_NE(cli, nullptr);
-  const size_t frame_bytes = size_t(o.info.display_width() * o.info.display_height() * 3);
+  const size_t frame_bytes = size_t(info->display_width() * info->display_height() * 3);
   std::vector<uint8_t> ref(frame_bytes);
   int64_t differing = 0, first_bad = -1;
   int max_diff = 0;
   VideoDecodeReport report;
-  Status s = dec.decode(*o.file, o.info, all_frames(o.info), [&](int64_t k, const ConstTensorView& v) {
+  Status s = dec.decode(**f, *info, all_frames(*info), [&](int64_t k, const ConstTensorView& v) {
     if (v.num_bytes() != frame_bytes) return Status::internal("frame of " + v.shape.to_string());
     if (fread(ref.data(), 1, frame_bytes, cli) != frame_bytes)
       return Status::internal("the CLI has no frame " + std::to_string(k));
@@ -282,8 +283,14 @@ TEST_P(VideoClip, AllFramesEqualFfmpegCli) {
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   EXPECT_EQ(extra, 0u) << "the CLI output " << extra / frame_bytes << " more frames";
   EXPECT_EQ(differing, 0) << "first differing frame " << first_bad << ", max difference " << max_diff;
-  EXPECT_EQ(report.frames_decoded, o.info.num_frames());
+  EXPECT_EQ(report.frames_decoded, info->num_frames());
   EXPECT_EQ(report.seeks, 0);
+}
+
+TEST_P(VideoClip, AllFramesEqualFfmpegCli) {
+  HDL_REQUIRE_VIDEO_CORPUS();
+  HDL_REQUIRE_FFMPEG();
+  expect_all_frames_equal_cli(video_dir() / GetParam());
 }
 
 // Sparse and contiguous frame sets, decoded with seeks, equal the same frames of a full decode.
@@ -298,16 +305,19 @@ INSTANTIATE_TEST_SUITE_P(
                       "original/tree_cinepak_320x240.avi", "original/webcam_mjpeg_160x120.avi"),
     test_name);
 
-TEST_P(VideoSeek, SubsetsEqualFullDecode) {
-  HDL_REQUIRE_VIDEO_CORPUS();
-  const std::string clip = GetParam();
+// Decodes sparse and contiguous frame sets of `path` (with seeks) and compares each frame with
+// the same frame of a full decode.
+void expect_subsets_equal_full_decode(const fs::path& path) {
   VideoDecoder dec;
-  Opened o = open_clip(dec, clip);
-  ASSERT_TRUE(o.file);
-  const VideoInfo& info = o.info;
+  auto f = posix_file_system()->open(path.string());
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  auto probed = dec.probe(**f);
+  ASSERT_TRUE(probed.is_ok()) << probed.status().to_string();
+  const VideoInfo& info = *probed;
+  const RandomAccessFile& file = **f;
   const int64_t n = info.num_frames();
   VideoDecodeReport full_report;
-  auto full = frame_hashes(dec, *o.file, info, all_frames(info), &full_report);
+  auto full = frame_hashes(dec, file, info, all_frames(info), &full_report);
   ASSERT_TRUE(full.is_ok()) << full.status().to_string();
   EXPECT_EQ(full_report.seeks, 0);
 
@@ -323,17 +333,17 @@ TEST_P(VideoSeek, SubsetsEqualFullDecode) {
   for (const auto& frames : sets) {
     if (frames.empty()) continue;
     std::string name;
-    for (int64_t f : frames) name += std::to_string(f) + " ";
+    for (int64_t i : frames) name += std::to_string(i) + " ";
     SCOPED_TRACE("frames " + name);
     VideoDecodeReport report;
-    auto got = frame_hashes(dec, *o.file, info, frames, &report);
+    auto got = frame_hashes(dec, file, info, frames, &report);
     ASSERT_TRUE(got.is_ok()) << got.status().to_string();
     ASSERT_EQ(got->size(), frames.size());
     for (size_t k = 0; k < frames.size(); ++k) EXPECT_EQ((*got)[k], (*full)[size_t(frames[k])]) << "frame " << frames[k];
     // A seek skips work when the first frame's keyframe is well into the clip. At most a seek
-    // per frame, plus the few retries of a landing in the wrong place (MPEG-PS's bisection
-    // lands after the keyframe; the decoder then retries from a few frames before it).
-    const int64_t key = *(std::upper_bound(info.keyframes.begin(), info.keyframes.end(), frames[0]) - 1);
+    // per frame, plus the few retries of a landing in the wrong place.
+    const auto after = std::upper_bound(info.keyframes.begin(), info.keyframes.end(), frames[0]);
+    const int64_t key = after == info.keyframes.begin() ? 0 : *(after - 1);
     if (!info.sequential && key >= 8) {
       EXPECT_GE(report.seeks, 1);
       EXPECT_LT(report.frames_decoded, frames.back() + 1);
@@ -341,6 +351,46 @@ TEST_P(VideoSeek, SubsetsEqualFullDecode) {
     if (info.sequential) EXPECT_EQ(report.seeks, 0);
     EXPECT_LE(report.seeks, int64_t(frames.size()) + 3);
   }
+}
+
+TEST_P(VideoSeek, SubsetsEqualFullDecode) {
+  HDL_REQUIRE_VIDEO_CORPUS();
+  expect_subsets_equal_full_decode(video_dir() / GetParam());
+}
+
+// MPEG transport and program streams (no index: libavformat bisects the file on timestamps to
+// seek, and pts may be missing from some packets), made by the CLI from corpus clips: a
+// remux of H.264 with B-frames, MPEG-2 with B-frames in both. Same checks as the corpus clips.
+TEST(VideoDecoder, MpegStreamsMadeByTheCli) {
+  HDL_REQUIRE_VIDEO_CORPUS();
+  HDL_REQUIRE_FFMPEG();
+  const fs::path dir = fs::temp_directory_path() / ("hdl_video_test_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path city = video_dir() / "derived/city_h264_720x404.mp4";
+  const fs::path pedestrians = video_dir() / "derived/pedestrians_h264_768x576.mp4";
+  const std::vector<std::pair<std::string, std::string>> made = {
+      {"city_h264_remux.ts", "-i " + quoted(city) + " -c copy"},
+      {"pedestrians_mpeg2_bframes.mpg", "-i " + quoted(pedestrians) + " -frames:v 60 -c:v mpeg2video -bf 2 -g 12 -q:v 4"},
+      {"pedestrians_mpeg2_bframes.ts", "-i " + quoted(pedestrians) + " -frames:v 60 -c:v mpeg2video -bf 2 -g 12 -q:v 4"},
+  };
+  for (const auto& [name, args] : made) {
+    SCOPED_TRACE(name);
+    const fs::path out = dir / name;
+    ASSERT_EQ(std::system(("ffmpeg -nostdin -v error -y " + args + " " + quoted(out)).c_str()), 0);
+    VideoDecoder dec;
+    auto f = posix_file_system()->open(out.string());
+    ASSERT_TRUE(f.is_ok());
+    auto info = dec.probe(**f);
+    ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+    const std::string packets = capture("ffprobe -v error -select_streams v:0 -count_packets -show_entries "
+                                        "stream=nb_read_packets -of csv=p=0 " + quoted(out));
+    EXPECT_EQ(info->num_frames(), std::atoll(packets.c_str()));
+    EXPECT_FALSE(info->sequential);
+    EXPECT_GT(info->keyframes.size(), 1u);
+    expect_all_frames_equal_cli(out);
+    expect_subsets_equal_full_decode(out);
+  }
+  fs::remove_all(dir);
 }
 
 // A hard-to-land seek pattern: jump back and forth between keyframes of a long clip with one
