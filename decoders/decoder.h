@@ -35,6 +35,8 @@ enum class ColorFormat : uint8_t {
 };
 int color_channels(ColorFormat f);
 const char* color_format_name(ColorFormat f);
+/// "rgb", "bgr" or "gray" (an operator's output_type, already validated); anything else is gray.
+ColorFormat parse_color_format(const std::string& name);
 
 /// A window of an image in pixels. Empty (w == 0 or h == 0) means the whole image.
 struct Roi {

@@ -36,6 +36,12 @@ const char* color_format_name(ColorFormat f) {
   return "unknown";
 }
 
+ColorFormat parse_color_format(const std::string& name) {
+  if (name == "rgb") return ColorFormat::kRGB;
+  if (name == "bgr") return ColorFormat::kBGR;
+  return ColorFormat::kGray;
+}
+
 const DecoderRegistry& DecoderRegistry::builtin() {
   static const DecoderRegistry registry(builtin_entries());
   return registry;

@@ -14,12 +14,6 @@
 namespace hdl {
 namespace {
 
-ColorFormat parse_color(const std::string& s) {
-  if (s == "rgb") return ColorFormat::kRGB;
-  if (s == "bgr") return ColorFormat::kBGR;
-  return ColorFormat::kGray;
-}
-
 // Spare pixels either side of each row of the decoded region: room for libjpeg's crop, which
 // starts at an iMCU boundary one iMCU (progressive: two) left of the window and ends as far
 // right of it (4:2:0: up to 31, progressive 47 pixels; wider layouts fall back to a copy).
@@ -43,7 +37,7 @@ class ImageDecoderOp final : public Operator {
  public:
   explicit ImageDecoderOp(const NodeSpec& n) : rrc_(ops::parse_random_resized_crop(n)), fused_(ops::parse_fused_geometry(n)) {
     fused_.dct_scaling = n.get_bool("dct_scaling");
-    request_.color = parse_color(n.get_string("output_type"));
+    request_.color = parse_color_format(n.get_string("output_type"));
     request_.apply_orientation = n.get_bool("apply_orientation");
     request_.max_pixels = n.get_int("max_pixels");
     request_.max_scans = static_cast<int>(n.get_int("max_scans"));

@@ -20,6 +20,7 @@
 #include "pipeline/operator.h"
 #include "pipeline/operators/decode_geometry.h"
 #include "pipeline/operators/op_util.h"
+#include "pipeline/operators/reader_args.h"
 #include "pipeline/readers/clip_sampler.h"
 #include "pipeline/readers/dataset.h"
 #include "pipeline/registry.h"
@@ -27,12 +28,6 @@
 
 namespace hdl {
 namespace {
-
-ColorFormat parse_color(const std::string& s) {
-  if (s == "rgb") return ColorFormat::kRGB;
-  if (s == "bgr") return ColorFormat::kBGR;
-  return ColorFormat::kGray;
-}
 
 struct VideoState final : OpState {
   explicit VideoState(const VideoDecoderOptions& o) : decoder(o) {}
@@ -73,7 +68,7 @@ class ClipDecode {
   explicit ClipDecode(const NodeSpec& n)
       : rrc_(ops::parse_random_resized_crop(n)), fused_(ops::parse_fused_geometry(n)),
         frames_per_clip_(n.get_int("frames_per_clip")) {
-    options_.color = parse_color(n.get_string("output_type"));
+    options_.color = parse_color_format(n.get_string("output_type"));
     options_.apply_rotation = n.get_bool("apply_rotation");
     options_.threads = static_cast<int>(n.get_int("decoder_threads"));
     options_.max_frame_pixels = n.get_int("max_frame_pixels");
@@ -199,25 +194,10 @@ std::vector<ArgSchema> decode_args() {
 class VideoReader final : public SourceOperator {
  public:
   explicit VideoReader(const NodeSpec& n)
-      : sampling_(parse_sampling(n, parse_clip_sampler(n.get_string("sampler")))), decode_(n) {
-    const std::string& root = n.get_string("file_root");
-    const std::string& list = n.get_string("file_list");
-    if (root.empty() && list.empty())
-      throw ConfigError("give file_root (a folder tree of class folders of videos) or file_list (a text file of "
-                        "\"path label\" lines)");
-    dataset_ = list.empty() ? Dataset::image_folder(root, n.get_strings("extensions"), n.get_bool("allow_empty_classes"))
-                            : Dataset::file_list(list, root);
+      : dataset_(ops::parse_dataset(n, "video")), sharding_(ops::parse_sharding(n)),
+        sampling_(parse_sampling(n, parse_clip_sampler(n.get_string("sampler")))), decode_(n) {
     sampling_.clips_per_video = n.get_int("clips_per_video");
     sampling_.clip_stride = n.get_int("clip_stride");
-    sharding_.shard_id = n.get_int("shard_id");
-    sharding_.num_shards = n.get_int("num_shards");
-    if (sharding_.shard_id >= sharding_.num_shards)
-      throw ConfigError("argument \"shard_id\" must be < num_shards (" + std::to_string(sharding_.num_shards) +
-                        "), got " + std::to_string(sharding_.shard_id));
-    sharding_.shuffle = n.get_bool("shuffle");
-    sharding_.shuffle_buffer = n.get_int("shuffle_buffer");
-    sharding_.last_batch = n.get_string("last_batch");
-    sharding_.pad_shards = n.get_bool("pad_shards");
     if (sampling_.frames_per_clip == 0 && sampling_.sampler != ClipSampler::kContiguous && sampling_.clips_per_video != 1)
       throw ConfigError("frames_per_clip 0 (the whole video) takes clips_per_video 1");
     infos_ = std::make_unique<InfoCache>(dataset_.size());
@@ -376,21 +356,13 @@ OpSchema video_reader_schema() {
                {"frame_indices", "[T] int64: the clip's frames (presentation order)"},
                {"video", "the video's index in the dataset (int64 scalar), e.g. to average clip scores per video"}};
   s.uses_randomness = true;
-  s.args = {
-      {"file_root", ArgType::kString, ArgValue(""), "root of class folders of videos (root/<class>/.../<file>), or the root file_list paths are relative to"},
-      {"file_list", ArgType::kString, ArgValue(""), "text file of \"relative/path label\" lines (instead of scanning file_root)"},
-      {"extensions", ArgType::kStrings, ArgValue(default_video_extensions()), "file name endings that count as videos (case-insensitive)"},
-      {"allow_empty_classes", ArgType::kBool, ArgValue(false), "accept class folders without a valid file"},
+  s.args = ops::dataset_args("video", default_video_extensions());
+  s.args.insert(s.args.end(), {
       {"sampler", ArgType::kString, ArgValue("random"), "random, uniform or contiguous", one_of({"random", "uniform", "contiguous"})},
       {"clips_per_video", ArgType::kInt, ArgValue(1), "random and uniform: clips drawn from each video per epoch", at_least(1)},
       {"clip_stride", ArgType::kInt, ArgValue(1), "contiguous: timeline positions between clip starts (VideoClips' frames_between_clips)", at_least(1)},
-      {"shuffle", ArgType::kBool, ArgValue(false), "shuffle the clips every epoch, seeded by (seed, epoch)"},
-      {"shuffle_buffer", ArgType::kInt, ArgValue(0), "0: shuffle all clips; n: a bounded shuffle buffer of n clips", at_least(0)},
-      {"shard_id", ArgType::kInt, ArgValue(0), "which shard this pipeline reads (e.g. the rank)", at_least(0)},
-      {"num_shards", ArgType::kInt, ArgValue(1), "number of disjoint shards (e.g. the world size)", at_least(1)},
-      {"last_batch", ArgType::kString, ArgValue("partial"), "the epoch's last incomplete batch: drop, partial, pad or fill", one_of({"drop", "partial", "pad", "fill"})},
-      {"pad_shards", ArgType::kBool, ArgValue(false), "give every shard the same number of clips by wrapping around (needed for DDP)"},
-  };
+  });
+  for (ArgSchema& a : ops::sharding_args("clips")) s.args.push_back(std::move(a));
   for (ArgSchema& a : clip_args()) s.args.push_back(std::move(a));
   for (ArgSchema& a : decode_args()) s.args.push_back(std::move(a));
   s.create = [](const NodeSpec& n) { return std::make_unique<VideoReader>(n); };
