@@ -34,14 +34,18 @@ Status check_views(const ConstTensorView& src, const TensorView& dst) {
   return Status::ok();
 }
 
-// Pillow's uint8 semantics for the Pillow-only filters (see run_passes).
+// Pillow's uint8 semantics (see run_passes) for the Pillow-only filters, and for every filter
+// under ResizeOptions::pillow (nearest's weights are all 1: the rounding changes nothing).
 bool pil_semantics(const TensorView& dst, const ResizeOptions& o) {
-  return dst.dtype == DType::kU8 && (o.filter == ResizeFilter::kBox || o.filter == ResizeFilter::kLanczos);
+  return dst.dtype == DType::kU8 &&
+         (o.pillow || o.filter == ResizeFilter::kBox || o.filter == ResizeFilter::kLanczos);
 }
 
 void run_any(const ConstTensorView& src, const TensorView& dst, const AxisTable* ax,
-             const AxisTable* ay, bool pil, bool v_first, ResizeWorkspace& ws) {
-  if (src.dtype == DType::kU8) {
+             const AxisTable* ay, bool pil, bool v_first, ResizeWorkspace& ws, bool pillow) {
+  if (pillow && src.dtype == DType::kU8 && dst.dtype == DType::kU8) {  // Pillow's integer sums
+    detail::run_passes_pillow(plane_of<uint8_t>(src), src.shape[0], dst, ax, ay, ws);
+  } else if (src.dtype == DType::kU8) {
     detail::run_passes(plane_of<uint8_t>(src), src.shape[0], dst, ax, ay, pil, v_first, ws);
   } else {
     detail::run_passes(plane_of<float>(src), src.shape[0], dst, ax, ay, pil, v_first, ws);
@@ -152,7 +156,7 @@ Status resize_window(const ConstTensorView& src, PointYX src_origin, SizeHW full
   const bool v_first = a.x.resampled && a.y.resampled &&
                        detail::vertical_first(full_in.h, full_in.w, full_x, full_y);
   run_any(window, dst, a.x.resampled ? &a.x.table : nullptr, a.y.resampled ? &a.y.table : nullptr,
-          pil_semantics(dst, options), v_first, ws);
+          pil_semantics(dst, options), v_first, ws, options.pillow);
   return Status::ok();
 }
 
@@ -183,7 +187,7 @@ Status resize(const ConstTensorView& src, const TensorView& dst, const ResizeOpt
   const AxisTable* pay = do_v ? &ay : nullptr;
   const bool pil = pil_semantics(dst, options);
   const bool v_first = pax && pay && detail::vertical_first(in_h, in_w, ax, ay);
-  run_any(src, dst, pax, pay, pil, v_first, ws);
+  run_any(src, dst, pax, pay, pil, v_first, ws, options.pillow);
   return Status::ok();
 }
 

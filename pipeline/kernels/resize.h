@@ -8,6 +8,9 @@
 // (align_corners=False; bicubic a = -0.75, clamped border indices); nearest follows torch's
 // 'nearest' index rule (src = min(floor(dst * (float)in / out), in - 1)) exactly.
 //
+// With ResizeOptions::pillow, the weights and the arithmetic are Pillow 9.4's instead
+// (PIL.Image.resize): uint8 -> uint8 runs Pillow's own 22-bit fixed-point integer passes.
+//
 // The work is one horizontal and one vertical pass in float32 through an intermediate buffer held
 // in a ResizeWorkspace; a pass whose axis keeps its size is skipped (it would be the identity).
 //
@@ -46,6 +49,14 @@ ResizeFilter parse_resize_filter(const char* name);
 struct ResizeOptions {
   ResizeFilter filter = ResizeFilter::kLinear;  ///< default: bilinear, like torchvision
   bool antialias = true;  ///< widen the filter when downscaling (torchvision antialias=True)
+  /// Pillow's resampling, as PIL.Image.resize (what torchvision's Resize / RandomResizedCrop do
+  /// to PIL images): Pillow's weights (computed in double; bilinear is the triangle filter,
+  /// bicubic Keys a = -0.5, nearest Pillow's rule src = floor((i + 0.5) * in / out)), and for
+  /// uint8 output its uint8 rounding: horizontal pass first, the intermediate rounded half up
+  /// to uint8, the output rounded half up (uint8 -> uint8 in Pillow's integer arithmetic). Pillow always widens the filter when downscaling,
+  /// so `antialias` is ignored (as torchvision ignores it for PIL images). Box and lanczos
+  /// always use Pillow's rounding for uint8 output; float32 output is not rounded.
+  bool pillow = false;
 };
 
 /// Per-thread scratch for resize(): weight tables, the intermediate image, one row. Grows to the
@@ -63,7 +74,10 @@ struct ResizeWorkspace {
   std::vector<int32_t> start_x, start_y;    ///< first input index of each output pixel
   std::vector<float> intermediate;          ///< the image after the first pass
   std::vector<float> row;                   ///< one output row before conversion
-  /// Weight tables already computed, by (in, out, filter, antialias), so that a stream of
+  std::vector<int32_t> fixed_x, fixed_y;    ///< pillow: the weights as Pillow's 22-bit integers
+  std::vector<uint8_t> mid_u8, bytes;       ///< pillow: uint8 intermediate image, one output row
+  std::vector<int32_t> sums;                ///< pillow: one row of fixed-point sums
+  /// Weight tables already computed, by (in, out, filter, antialias, pillow), so that a stream of
   /// images of few distinct sizes (random crops of a dataset) computes each table once. Bounded
   /// (a few MB); created on first use.
   std::unique_ptr<detail::WeightTableCache, detail::WeightTableCacheDeleter> tables;

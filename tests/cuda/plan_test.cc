@@ -122,7 +122,7 @@ TEST(ResizePlanTest, TablesAreTheCpuKernelsOwn) {
       ASSERT_TRUE(make_resize_plan({375, 500}, {224, 224}, {filter, aa}, DType::kU8, p).is_ok());
       std::vector<float> w;
       std::vector<int32_t> start;
-      const int taps = kernels::detail::compute_resize_weights(500, 224, filter, aa, w, start);
+      const int taps = kernels::detail::compute_resize_weights(500, 224, {filter, aa}, w, start);
       EXPECT_EQ(p.x.taps, taps);
       EXPECT_EQ(p.x.weights, w);
       EXPECT_EQ(p.x.start, start);

@@ -11,7 +11,7 @@ namespace {
 
 Status fill_axis(int64_t in, int64_t out, bool resampled, const ResizeOptions& o, AxisPlan& a) {
   a.resampled = resampled, a.in = in, a.out = out;
-  a.taps = resampled ? kernels::detail::compute_resize_weights(in, out, o.filter, o.antialias, a.weights, a.start) : 0;
+  a.taps = resampled ? kernels::detail::compute_resize_weights(in, out, o, a.weights, a.start) : 0;
   return Status::ok();
 }
 
@@ -52,7 +52,7 @@ Status make_resize_plan(SizeHW in, SizeHW out, const ResizeOptions& o, DType out
   HDL_RETURN_IF_ERROR(fill_axis(in.w, out.w, do_h, o, plan.x));
   HDL_RETURN_IF_ERROR(fill_axis(in.h, out.h, do_v, o, plan.y));
   plan.pil = out_dtype == DType::kU8 &&
-             (o.filter == ResizeFilter::kBox || o.filter == ResizeFilter::kLanczos);
+             (o.pillow || o.filter == ResizeFilter::kBox || o.filter == ResizeFilter::kLanczos);
   plan.vertical_first = do_h && do_v && !plan.pil && cpu_vertical_first(in.h, in.w, plan.x, plan.y);
   return Status::ok();
 }

@@ -331,7 +331,7 @@ inline void store_row(const float* row, const TensorView& dst, int64_t y, bool p
 // The table of one axis into (w, start), from the workspace's cache when it has it.
 inline AxisTable make_table(int64_t in, int64_t out, const ResizeOptions& o, std::vector<float>& w,
                             std::vector<int32_t>& start, ResizeWorkspace& ws) {
-  const int taps = detail::cached_resize_weights(in, out, o.filter, o.antialias, w, start, ws.tables);
+  const int taps = detail::cached_resize_weights(in, out, o, w, start, ws.tables);
   return {w.data(), start.data(), taps, out};
 }
 
@@ -351,7 +351,7 @@ inline void grow(std::vector<float>& v, size_t n) {
 
 // Runs the passes: `ax` / `ay` null skips that axis. `pil`: Pillow's uint8 semantics (horizontal
 // pass first, intermediate rounded half up to uint8, output rounded half up), used for the
-// Pillow-only filters so that they agree with Pillow. `v_first`: the order when both axes change
+// Pillow-only filters and ResizeOptions::pillow so that they agree with Pillow. `v_first`: the order when both axes change
 // (ignored under `pil`); the caller decides so that a window uses its full image's order.
 template <typename T>
 void run_passes(const Plane<T>& p, int64_t in_h, const TensorView& dst, const AxisTable* ax,
@@ -389,6 +389,98 @@ void run_passes(const Plane<T>& p, int64_t in_h, const TensorView& dst, const Ax
       v_row(mid, *ay, y, row);
       store_row(row, dst, y, pil);
     }
+  }
+}
+
+// ---- ResizeOptions::pillow on uint8 -> uint8: Pillow's own integer arithmetic (Resample.c's
+// ImagingResampleHorizontal_8bpc / Vertical_8bpc), so the result is Pillow's bit for bit. The
+// float passes cannot be: Pillow's fixed-point weights put many sums a hair below x.5 (131 * 5/6
+// + 128 / 6 is 130.49999992 in 22-bit fixed point), which float32 rounds to x.5 and then up.
+
+// The table's weights (Pillow's fixed point / 2^22, see resize_weights.cc) as Pillow's integers.
+inline const int32_t* fixed_weights(const AxisTable& a, std::vector<int32_t>& k) {
+  const size_t n = static_cast<size_t>(a.out * a.taps);
+  if (k.size() < n) k.resize(n);
+  for (size_t i = 0; i < n; ++i) k[i] = static_cast<int32_t>(a.w[i] * 4194304.0f);
+  return k.data();
+}
+
+// Pillow's clip8: the sum carries 1 << 21 (half up), shifted right by 22, clamped.
+inline uint8_t pil_clip8(int32_t v) {
+  if (v >= (1 << 22 << 8)) return 255;
+  if (v <= 0) return 0;
+  return static_cast<uint8_t>(v >> 22);
+}
+
+// One row resampled along x: src row `s` (element (x, c) at s[x * sx + c * sc]) into `out`
+// (dense, ax.out * C).
+inline void pil_h_row(const uint8_t* s, int64_t sx, int64_t sc, int64_t C, const AxisTable& ax,
+                      const int32_t* k, uint8_t* out) {
+  for (int64_t x = 0; x < ax.out; ++x) {
+    const int32_t* kx = k + x * ax.taps;
+    const uint8_t* px = s + static_cast<int64_t>(ax.start[x]) * sx;
+    for (int64_t c = 0; c < C; ++c) {
+      int32_t acc = 1 << 21;
+      for (int t = 0; t < ax.taps; ++t) acc += static_cast<int32_t>(px[t * sx + c * sc]) * kx[t];
+      out[x * C + c] = pil_clip8(acc);
+    }
+  }
+}
+
+// Output row y of the vertical pass over a plane, into `acc` (p.w * p.c sums, dense).
+inline void pil_v_row(const Plane<uint8_t>& p, const AxisTable& ay, const int32_t* k, int64_t y,
+                      int32_t* acc) {
+  const int32_t* ky = k + y * ay.taps;
+  const uint8_t* src = p.row(ay.start[y]);
+  const int64_t n = p.w * p.c;
+  for (int64_t j = 0; j < n; ++j) acc[j] = 1 << 21;
+  for (int t = 0; t < ay.taps; ++t) {
+    const uint8_t* s = src + t * p.sy;
+    const int32_t kt = ky[t];
+    if (p.dense()) {
+      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int32_t>(s[j]) * kt;
+    } else {
+      for (int64_t x = 0; x < p.w; ++x)
+        for (int64_t c = 0; c < p.c; ++c) acc[x * p.c + c] += static_cast<int32_t>(s[x * p.sx + c * p.sc]) * kt;
+    }
+  }
+}
+
+inline void pil_store(const uint8_t* row, const TensorView& dst, int64_t y) {
+  uint8_t* d = dst.typed<uint8_t>() + y * dst.strides[0];
+  const int64_t w = dst.shape[1], c = dst.shape[2];
+  for (int64_t x = 0; x < w; ++x)
+    for (int64_t k = 0; k < c; ++k) d[x * dst.strides[1] + k * dst.strides[2]] = row[x * c + k];
+}
+
+// run_passes for ResizeOptions::pillow with uint8 source and destination: horizontal first,
+// the intermediate uint8, as Pillow.
+inline void run_passes_pillow(const Plane<uint8_t>& p, int64_t in_h, const TensorView& dst,
+                              const AxisTable* ax, const AxisTable* ay, ResizeWorkspace& ws) {
+  const int64_t C = p.c, out_h = dst.shape[0], out_w = dst.shape[1];
+  const int32_t* kx = ax ? fixed_weights(*ax, ws.fixed_x) : nullptr;
+  const int32_t* ky = ay ? fixed_weights(*ay, ws.fixed_y) : nullptr;
+  if (ws.bytes.size() < static_cast<size_t>(out_w * C)) ws.bytes.resize(static_cast<size_t>(out_w * C));
+  uint8_t* row = ws.bytes.data();
+  if (!ay) {
+    for (int64_t y = 0; y < out_h; ++y) {
+      pil_h_row(p.row(y), p.sx, p.sc, C, *ax, kx, row);
+      pil_store(row, dst, y);
+    }
+    return;
+  }
+  Plane<uint8_t> src = p;
+  if (ax) {  // the horizontal pass over every input row, into a dense uint8 image
+    const size_t mid = static_cast<size_t>(in_h * out_w * C);
+    if (ws.mid_u8.size() < mid) ws.mid_u8.resize(mid);
+    for (int64_t y = 0; y < in_h; ++y) pil_h_row(p.row(y), p.sx, p.sc, C, *ax, kx, ws.mid_u8.data() + y * out_w * C);
+    src = Plane<uint8_t>{ws.mid_u8.data(), out_w * C, C, 1, out_w, C};
+  }
+  if (ws.sums.size() < static_cast<size_t>(out_w * C)) ws.sums.resize(static_cast<size_t>(out_w * C));
+  for (int64_t y = 0; y < out_h; ++y) {
+    pil_v_row(src, *ay, ky, y, ws.sums.data());
+    for (int64_t j = 0; j < out_w * C; ++j) row[j] = pil_clip8(ws.sums[j]);
+    pil_store(row, dst, y);
   }
 }
 

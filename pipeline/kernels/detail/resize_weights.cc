@@ -26,6 +26,21 @@ float aten_cubic_aa(float x) {
   return 0.0;
 }
 
+// Pillow's bilinear_filter and bicubic_filter (Resample.c; a = -0.5), in double.
+double pil_bilinear(double x) {
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return 1.0 - x;
+  return 0.0;
+}
+
+double pil_bicubic(double x) {
+  const double a = -0.5;
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
 double pil_box(double x) { return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0; }
 
 double pil_sinc(double x) {
@@ -43,11 +58,21 @@ float* table_row(std::vector<float>& w, int taps, int64_t i) {
   return row;
 }
 
+// Pillow's normalize_coeffs_8bpc: a weight as its 22-bit fixed-point integer (rounded half away
+// from zero), here divided back by 2^22, which float holds exactly (|w| < 2). The uint8 passes
+// then use Pillow's own weights; only the float sums differ from its integer ones.
+float pil_fixed_point(double w) {
+  constexpr double kOne = double(1 << 22);
+  const double k = w < 0 ? std::trunc(-0.5 + w * kOne) : std::trunc(0.5 + w * kOne);
+  return static_cast<float>(k / kOne);
+}
+
 // ATen `_compute_weights_aa` / Pillow `precompute_coeffs`, computed in T (float for ATen,
-// double for Pillow) with the same mixed-precision expressions.
+// double for Pillow) with the same mixed-precision expressions; `fixed22`: Pillow's weights
+// rounded to its 22-bit fixed point (pil_fixed_point).
 template <typename T, typename Filter>
 int aa_table(int64_t in, int64_t out, double filter_support, bool antialias, Filter filter,
-             std::vector<float>& w, std::vector<int32_t>& start) {
+             std::vector<float>& w, std::vector<int32_t>& start, bool fixed22 = false) {
   const T scale = static_cast<T>(in) / static_cast<T>(out);
   const bool widen = antialias && scale >= 1.0;
   const T support = widen ? static_cast<T>(filter_support * scale) : static_cast<T>(filter_support);
@@ -77,7 +102,8 @@ int aa_table(int64_t in, int64_t out, double filter_support, bool antialias, Fil
     start[i] = static_cast<int32_t>(first);
     float* row = table_row(w, static_cast<int>(taps), i) + (xmin - first);
     for (int64_t j = 0; j < xsize; ++j) {
-      row[j] = static_cast<float>(total != 0.0 ? weight(j) / total : weight(j));
+      const T v = total != 0.0 ? weight(j) / total : weight(j);
+      row[j] = fixed22 ? pil_fixed_point(static_cast<double>(v)) : static_cast<float>(v);
     }
   }
   return static_cast<int>(taps);
@@ -154,10 +180,41 @@ int nearest_table(int64_t in, int64_t out, std::vector<float>& w, std::vector<in
   return 1;
 }
 
+// Pillow's NEAREST resize (ImagingScaleAffine, as warp.cc's scale_affine): src = (int)xo with
+// xo = (i + 0.5) * in / out accumulated step by step in double, as Pillow does.
+int pil_nearest_table(int64_t in, int64_t out, std::vector<float>& w, std::vector<int32_t>& start) {
+  w.assign(static_cast<size_t>(out), 1.0f);
+  start.resize(static_cast<size_t>(out));
+  const double step = static_cast<double>(in) / static_cast<double>(out);
+  double xo = step * 0.5;
+  for (int64_t i = 0; i < out; ++i) {
+    const int64_t s = xo < 0.0 ? 0 : static_cast<int64_t>(xo);
+    start[i] = static_cast<int32_t>(std::min(s, in - 1));  // Pillow leaves such a pixel unset
+    xo += step;
+  }
+  return 1;
+}
+
+// PIL.Image.resize's tables (ResizeOptions::pillow): always widened, in double, fixed point.
+int pillow_table(int64_t in, int64_t out, ResizeFilter filter, std::vector<float>& weights,
+                 std::vector<int32_t>& start) {
+  switch (filter) {
+    case ResizeFilter::kNearest: return pil_nearest_table(in, out, weights, start);
+    case ResizeFilter::kLinear: return aa_table<double>(in, out, 1.0, true, pil_bilinear, weights, start, true);
+    case ResizeFilter::kCubic: return aa_table<double>(in, out, 2.0, true, pil_bicubic, weights, start, true);
+    case ResizeFilter::kBox: return aa_table<double>(in, out, 0.5, true, pil_box, weights, start, true);
+    case ResizeFilter::kLanczos: return aa_table<double>(in, out, 3.0, true, pil_lanczos, weights, start, true);
+  }
+  return 0;
+}
+
 }  // namespace
 
-int compute_resize_weights(int64_t in, int64_t out, ResizeFilter filter, bool antialias,
+int compute_resize_weights(int64_t in, int64_t out, const ResizeOptions& options,
                            std::vector<float>& weights, std::vector<int32_t>& start) {
+  const ResizeFilter filter = options.filter;
+  const bool antialias = options.antialias;
+  if (options.pillow) return pillow_table(in, out, filter, weights, start);
   switch (filter) {
     case ResizeFilter::kNearest:
       return nearest_table(in, out, weights, start);
@@ -188,17 +245,19 @@ struct WeightTableCache {
 
 void WeightTableCacheDeleter::operator()(WeightTableCache* c) const { delete c; }
 
-int cached_resize_weights(int64_t in, int64_t out, ResizeFilter filter, bool antialias,
+int cached_resize_weights(int64_t in, int64_t out, const ResizeOptions& options,
                           std::vector<float>& weights, std::vector<int32_t>& start,
                           std::unique_ptr<WeightTableCache, WeightTableCacheDeleter>& cache) {
   if (in >= (int64_t(1) << 28) || out >= (int64_t(1) << 28))
-    return compute_resize_weights(in, out, filter, antialias, weights, start);
+    return compute_resize_weights(in, out, options, weights, start);
   if (!cache) cache.reset(new WeightTableCache);
-  const uint64_t key = uint64_t(in) << 36 | uint64_t(out) << 8 | uint64_t(filter) << 1 | (antialias ? 1 : 0);
+  // filter: bits 1-3 (5 values); pillow: bit 4.
+  const uint64_t key = uint64_t(in) << 36 | uint64_t(out) << 8 | uint64_t(options.pillow ? 1 : 0) << 4 |
+                       uint64_t(options.filter) << 1 | (options.antialias ? 1 : 0);
   auto it = cache->tables.find(key);
   if (it == cache->tables.end()) {
     WeightTableCache::Table t;
-    t.taps = compute_resize_weights(in, out, filter, antialias, t.weights, t.start);
+    t.taps = compute_resize_weights(in, out, options, t.weights, t.start);
     const size_t bytes = t.weights.size() * sizeof(float) + t.start.size() * sizeof(int32_t) + 64;
     if (cache->bytes + bytes > WeightTableCache::kMaxBytes) {
       cache->tables.clear();

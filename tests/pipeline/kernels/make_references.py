@@ -63,6 +63,8 @@ def add_case(op, src, out, layout="HWC", **params):
 MODES = {"bilinear": InterpolationMode.BILINEAR, "bicubic": InterpolationMode.BICUBIC,
          "nearest": InterpolationMode.NEAREST}
 PIL_FILTERS = {"box": Image.BOX, "lanczos": Image.LANCZOS}
+PILLOW_FILTERS = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC,
+                  "box": Image.BOX, "lanczos": Image.LANCZOS}
 
 
 def resize_cases(src, sizes):
@@ -75,6 +77,11 @@ def resize_cases(src, sizes):
         for filt, pf in PIL_FILTERS.items():
             out = np.asarray(sources[src][0].resize((w, h), pf))
             add_case("resize", src, out, filter=filt, antialias=1, ref="pil")
+        # PIL.Image.resize for every filter: what torchvision's Resize does to PIL images
+        # (ResizeOptions::pillow).
+        for filt, pf in PILLOW_FILTERS.items():
+            out = np.asarray(sources[src][0].resize((w, h), pf))
+            add_case("resize", src, out, filter=filt, antialias=1, pillow=1, ref="pillow")
     h, w = sizes[0]
     out = F.resize(t.float(), [h, w], InterpolationMode.BILINEAR, antialias=True)
     add_case("resize_f32", src, out, filter="bilinear", antialias=1)

@@ -1,8 +1,12 @@
 // resize kernels vs torchvision 0.14's tensor path (antialias=True and False) and Pillow (box,
-// lanczos), on real photos. Bounds (also in pipeline/kernels/README.md), on the 0..255 scale:
+// lanczos; and every filter with ResizeOptions::pillow), on real photos. Bounds (also in
+// pipeline/kernels/README.md), on the 0..255 scale:
 //   nearest: exact.  bilinear / bicubic, antialias or not, vs torch: max 1, mean <= 0.005.
 //   box / lanczos vs Pillow (emulating its uint8 intermediate and half-up rounding; Pillow uses
 //   22-bit fixed-point weights): max 1, mean <= 0.005.  float32 output vs torch float: max 2e-3.
+//   pillow=true vs PIL.Image.resize (what torchvision does to PIL images), every filter, up and
+//   down, RGB and gray, odd sizes: bit-exact (Pillow's integer arithmetic). The tensor path
+//   (pillow=false) is printed beside it for the record: bicubic differs from Pillow by up to 9.
 //   Output sizes of Resize(int[, max_size]): exactly torchvision's.
 #include "pipeline/kernels/resize.h"
 
@@ -28,15 +32,17 @@ struct Bound {
 
 Bound bound_for(const RefEntry& c) {
   if (c.has("filter", "nearest")) return {0, 0};
+  if (c.has("ref", "pillow")) return {0, 0};
   if (c.has("ref", "pil")) return {1, 0.005};
   return {1, 0.005};
 }
 
 Tensor run_resize(const ConstTensorView& src, const RefEntry& c, ResizeWorkspace& ws,
-                  DType dtype = DType::kU8) {
+                  DType dtype = DType::kU8, bool pillow = true) {
   ResizeOptions opt;
   opt.filter = parse_resize_filter(c.get("filter").c_str());
   opt.antialias = c.i("antialias") != 0;
+  opt.pillow = pillow && c.has("pillow", "1");
   Tensor out = Tensor::empty(c.shape(), dtype, Layout::kHWC);
   Status st = resize(src, out.view(), opt, ws);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
@@ -55,10 +61,19 @@ TEST(ResizeTest, MatchesTorchvisionAndPillow) {
     const Bound b = bound_for(*c);
     EXPECT_LE(d.max_abs, b.max_abs) << describe(*c) << ": " << d;
     EXPECT_LE(d.mean_abs, b.mean_abs) << describe(*c) << ": " << d;
-    DiffStats& w = worst[c->get("filter") + (c->i("antialias") ? " aa" : " no-aa") +
-                         (c->has("ref", "pil") ? " vs PIL" : " vs torch")];
+    const std::string ref = c->has("ref", "pillow") ? " pillow=true vs PIL.Image.resize"
+                            : c->has("ref", "pil")  ? " vs PIL"
+                                                    : " vs torch";
+    DiffStats& w = worst[c->get("filter") + (c->i("antialias") ? " aa" : " no-aa") + ref];
     w.max_abs = std::max(w.max_abs, d.max_abs);
     w.mean_abs = std::max(w.mean_abs, d.mean_abs);
+    if (c->has("ref", "pillow")) {  // the tensor path against Pillow, for the record
+      const Tensor tensor_path = run_resize(references().source(c->get("src")), *c, ws, DType::kU8, false);
+      const DiffStats t = ::hdl::testing::diff(tensor_path.view(), c->view());
+      DiffStats& wt = worst[c->get("filter") + " aa pillow=false vs PIL.Image.resize (not a bound)"];
+      wt.max_abs = std::max(wt.max_abs, t.max_abs);
+      wt.mean_abs = std::max(wt.mean_abs, t.mean_abs);
+    }
   }
   for (const auto& [k, d] : worst) {
     std::cout << "[ resize ] " << k << ": worst max_abs=" << d.max_abs

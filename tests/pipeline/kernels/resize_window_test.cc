@@ -1,6 +1,6 @@
 // resize_window / resize_source_span: a window of a resize computed from only the source pixels
 // it needs is bit-identical to the same window of resize() on the full image, for every filter,
-// with and without antialias, uint8 and float32, windows at corners, edges and inside; the
+// with and without antialias, with Pillow's weights and rounding (pillow), uint8 and float32, windows at corners, edges and inside; the
 // source may be a view into the full image or a dense copy of just the span (what a ROI decode
 // gives). Real photos from the corpus.
 #include <gtest/gtest.h>
@@ -89,7 +89,7 @@ void check_windows(const Tensor& full_in, SizeHW out_size, DType out_type, const
   ASSERT_TRUE(resize(full_in.view(), full_out.view(), opt, ws).is_ok());
   for (const Window& win : windows_of(out_size.h, out_size.w)) {
     const std::string what = "filter " + std::to_string(static_cast<int>(opt.filter)) + " aa " +
-                             std::to_string(opt.antialias) + " " + in_size_str(in_size) + " -> " +
+                             std::to_string(opt.antialias) + " pillow " + std::to_string(opt.pillow) + " " + in_size_str(in_size) + " -> " +
                              in_size_str(out_size) + " window (" + std::to_string(win.y) + "," +
                              std::to_string(win.x) + ") " + std::to_string(win.h) + "x" + std::to_string(win.w);
     auto span = resize_source_span(in_size, out_size, {win.y, win.x}, {win.h, win.w}, opt, &ws);
@@ -127,11 +127,12 @@ TEST_F(ResizeWindowTest, WindowsEqualCropsOfTheFullResizeBitForBit) {
                                        {h * 2 + 1, w + 37}, {h / 3, w * 2}, {h, w / 2 + 1}, {h, w}};
     for (auto f : {ResizeFilter::kNearest, ResizeFilter::kLinear, ResizeFilter::kCubic,
                    ResizeFilter::kBox, ResizeFilter::kLanczos}) {
-      for (bool aa : {true, false}) {
+      // antialias or not (torch), and Pillow's weights and rounding (antialias ignored).
+      for (const ResizeOptions opt : {ResizeOptions{f, true}, ResizeOptions{f, false}, ResizeOptions{f, true, true}}) {
         for (const SizeHW& s : sizes) {
-          check_windows(u8, s, DType::kU8, {f, aa}, ws, checked);
-          check_windows(f32, s, DType::kF32, {f, aa}, ws, checked);
-          check_windows(u8, s, DType::kF32, {f, aa}, ws, checked);
+          check_windows(u8, s, DType::kU8, opt, ws, checked);
+          check_windows(f32, s, DType::kF32, opt, ws, checked);
+          check_windows(u8, s, DType::kF32, opt, ws, checked);
         }
       }
     }
