@@ -92,6 +92,7 @@ struct VideoDecodeReport {
   int64_t frames_decoded = 0;  ///< frames that came out of the decoder, kept or not
   int64_t seeks = 0;           ///< seeks made (the first counts)
   int64_t packets = 0;         ///< packets sent to the decoder
+  int64_t retries = 0;         ///< clips decoded again without skipping unwanted frames
 };
 
 class VideoDecoder {

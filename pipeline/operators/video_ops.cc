@@ -37,17 +37,18 @@ struct VideoState final : OpState {
 
 // Counters shared by the worker threads.
 struct VideoCounters {
-  std::atomic<int64_t> probes{0}, clips{0}, frames_decoded{0}, seeks{0}, packets{0};
+  std::atomic<int64_t> probes{0}, clips{0}, frames_decoded{0}, seeks{0}, packets{0}, retries{0};
   void add(const VideoDecodeReport& r) {
     clips.fetch_add(1, std::memory_order_relaxed);
     frames_decoded.fetch_add(r.frames_decoded, std::memory_order_relaxed);
     seeks.fetch_add(r.seeks, std::memory_order_relaxed);
     packets.fetch_add(r.packets, std::memory_order_relaxed);
+    retries.fetch_add(r.retries, std::memory_order_relaxed);
   }
   std::vector<std::pair<std::string, int64_t>> list() const {
     return {{"video_probes", probes.load()},        {"video_clips", clips.load()},
             {"video_frames_decoded", frames_decoded.load()}, {"video_seeks", seeks.load()},
-            {"video_packets", packets.load()}};
+            {"video_packets", packets.load()}, {"video_retries", retries.load()}};
   }
 };
 

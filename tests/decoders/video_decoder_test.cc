@@ -571,6 +571,32 @@ TEST(VideoDecoder, ThreadsGiveTheSameBytes) {
   }
 }
 
+// A clip's unwanted non-reference frames (B-frames before and between its frames; any frame of
+// an intra-only stream such as MJPEG) are not decoded with one decoder thread; the frames handed out are those of a decoder that decodes
+// everything (two threads: no skipping).
+TEST(VideoDecoder, UnwantedNonReferenceFramesAreSkippedWithTheSamePixels) {
+  HDL_REQUIRE_VIDEO_CORPUS();
+  for (const std::string clip : {"derived/pedestrians_h264_bframes_longgop.mkv", "derived/city_h264_720x404.mp4",
+                                 "derived/pedestrians_hevc_768x576.mp4", "derived/pedestrians_mjpeg_768x576.avi"}) {
+    VideoDecoder one;
+    VideoDecoderOptions two_threads;
+    two_threads.threads = 2;
+    VideoDecoder all(two_threads);
+    Opened o = open_clip(one, clip);
+    ASSERT_TRUE(o.file);
+    std::vector<int64_t> frames;  // 16 frames, step 2, from the middle
+    for (int64_t t = 0; t < 16; ++t) frames.push_back(o.info.num_frames() / 2 - 16 + 2 * t);
+    VideoDecodeReport skipping, full;
+    auto a = frame_hashes(one, *o.file, o.info, frames, &skipping);
+    auto b = frame_hashes(all, *o.file, o.info, frames, &full);
+    ASSERT_TRUE(a.is_ok() && b.is_ok()) << clip << ": " << a.status().to_string() << " " << b.status().to_string();
+    EXPECT_EQ(*a, *b) << clip;
+    EXPECT_EQ(skipping.retries, 0) << clip;
+    EXPECT_LT(skipping.frames_decoded, full.frames_decoded) << clip << ": no frame was skipped";
+    EXPECT_GE(skipping.frames_decoded, 16) << clip;
+  }
+}
+
 TEST(VideoDecoder, DecodeOnlyCountsFrames) {
   HDL_REQUIRE_VIDEO_CORPUS();
   VideoDecoder dec;
