@@ -105,6 +105,7 @@ class RandomResizedCropOp final : public Operator {
     params_ = {scale[0], scale[1], ratio[0], ratio[1], static_cast<int>(n.get_int("attempts"))};
     options_.filter = kernels::parse_resize_filter(n.get_string("interpolation").c_str());
     options_.antialias = n.get_bool("antialias");
+    options_.pillow = n.get_bool("pillow");
   }
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
@@ -350,6 +351,7 @@ OpSchema random_resized_crop_schema() {
       {"attempts", ArgType::kInt, ArgValue(10), "tries before the central-crop fallback", at_least(0)},
       {"interpolation", ArgType::kString, ArgValue("bilinear"), "nearest, bilinear, bicubic, box or lanczos", one_of(kFilters)},
       {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling (torchvision antialias=True)"},
+      {"pillow", ArgType::kBool, ArgValue(false), "PIL.Image.resize's arithmetic (what torchvision does to PIL images): Pillow's weights and uint8 rounding, bit-exact with Pillow; antialias is then ignored (Pillow always low-passes)"},
   };
   s.create = [](const NodeSpec& n) { return std::make_unique<RandomResizedCropOp>(n); };
   return s;

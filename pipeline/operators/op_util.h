@@ -67,11 +67,11 @@ void check_fill(const std::vector<double>& fill, int64_t channels, const char* a
 
 /// The fused decoders' geometry arguments, shared by image_decoder and the video operators:
 /// random_crop, scale, ratio, attempts (RandomResizedCrop), resize, max_size, interpolation,
-/// antialias (Resize), center_crop (CenterCrop). `what` names the thing cropped ("image").
+/// antialias, pillow (Resize; pillow: PIL.Image.resize's arithmetic), center_crop (CenterCrop). `what` names the thing cropped ("image").
 std::vector<ArgSchema> fused_geometry_args(const std::string& what);
 /// Parses and checks scale / ratio / attempts (ConfigError naming the argument).
 RandomResizedCropParams parse_random_resized_crop(const NodeSpec& n);
-/// Parses and checks resize / max_size / center_crop / interpolation / antialias by
+/// Parses and checks resize / max_size / center_crop / interpolation / antialias / pillow by
 /// torchvision's rules, at build time (dct_scaling is left at its default).
 FusedDecodeArgs parse_fused_geometry(const NodeSpec& n);
 

@@ -21,6 +21,7 @@ class ResizeOp final : public Operator {
     if (const int64_t m = n.get_int("max_size"); m > 0) max_size_ = m;
     options_.filter = kernels::parse_resize_filter(n.get_string("interpolation").c_str());
     options_.antialias = n.get_bool("antialias");
+    options_.pillow = n.get_bool("pillow");
     // Let the kernel's own checks (torchvision's rules for size / max_size) speak at build time.
     try {
       kernels::resize_output_size({100, 100}, size_, max_size_);
@@ -81,10 +82,15 @@ OpSchema resize_schema() {
       {"interpolation", ArgType::kString, ArgValue("bilinear"), "nearest, bilinear, bicubic, box or lanczos",
        one_of({"nearest", "bilinear", "bicubic", "box", "lanczos"})},
       {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling, as torchvision antialias=True and PIL"},
+      {"pillow", ArgType::kBool, ArgValue(false), "PIL.Image.resize's arithmetic (what torchvision does to PIL images): Pillow's weights and uint8 rounding, bit-exact with Pillow; antialias is then ignored (Pillow always low-passes). Cpu stage only (the gpu stage refuses it)"},
   };
   s.stages = {Stage::kCpu, Stage::kDevice};
   s.create = [](const NodeSpec& n) { return std::make_unique<ResizeOp>(n); };
-  s.create_device = s.create;  // run() on the cpu stage, run_batch() on the gpu stage
+  // run() on the cpu stage, run_batch() on the gpu stage, which has no Pillow integer passes.
+  s.create_device = [](const NodeSpec& n) -> std::unique_ptr<Operator> {
+    if (n.get_bool("pillow")) throw ConfigError("pillow rounding runs on the cpu stage");
+    return std::make_unique<ResizeOp>(n);
+  };
   return s;
 }
 

@@ -45,6 +45,9 @@ Status make_resize_plan(SizeHW in, SizeHW out, const ResizeOptions& o, DType out
     return Status::invalid_argument(std::string("resize: supports uint8 and float32 output, got ") +
                                     dtype_name(out_dtype));
   }
+  if (o.pillow && out_dtype == DType::kU8) {  // the CPU kernel runs Pillow's integer passes
+    return Status::invalid_argument("resize: pillow rounding runs on the cpu stage");
+  }
   // resize.cc's rules: skip an axis that keeps its size; neither changing is one identity
   // horizontal pass (copy + convert).
   const bool do_h = in.w != out.w || in.h == out.h;
