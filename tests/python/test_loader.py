@@ -33,11 +33,11 @@ def test_eval_chain_matches_torch(val_root):
     for (x, y), (u, v) in zip(ours, theirs):
         assert x.shape == u.shape and x.dtype == u.dtype == torch.float32 and x.is_contiguous()
         assert y.dtype == v.dtype == torch.int64 and torch.equal(y, v)
-        # Bound: resampling differs from Pillow's by at most one level per pixel; on average
-        # well under one level (1/255) after un-normalising.
+        # Bound: the resize is Pillow's own arithmetic (resize pillow=True), the decode and the
+        # normalisation torchvision's, so the batches are equal up to float32 rounding
+        # (measured: identical; before pillow=True, the tensor kernel: max 1/255, mean 0.17/255).
         diff = ((x - u) * std).abs()
-        assert diff.mean().item() <= 1 / 255, diff.mean().item() * 255
-        assert diff.max().item() <= 2 / 255 + 1e-6
+        assert diff.max().item() <= 1e-6, diff.max().item() * 255
         n += len(y)
     assert n == len(ds)
 
