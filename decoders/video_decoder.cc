@@ -839,7 +839,12 @@ struct VideoDecoder::Impl {
     const int64_t c = color_channels(options.color);
     const int rotation = options.apply_rotation ? info.rotation : 0;
     const int w = int(info.width), h = int(info.height);
+    // The retry below decodes only the frames not handed out yet: run() numbers them from 0,
+    // `done` of them came before.
+    size_t done = 0;
+    bool sink_failed = false;
     auto convert = [&](size_t u, const AVFrame* f) -> Status {
+      u += done;
       const TensorView out = slot(first[u]);
       // libswscale writes whole blocks of pixels: straight into `out` only when its rows are
       // packed and a multiple of 16 pixels wide, so that nothing lands outside the view.
@@ -854,16 +859,27 @@ struct VideoDecoder::Impl {
         write_rotated(buf, stride, w, h, c, rotation, out);
       }
       if (options.color == ColorFormat::kBGR) swap_red_blue(out);
-      return delivered(out, first[u]);
+      Status st = delivered(out, first[u]);
+      sink_failed = !st.is_ok();
+      return st;
+    };
+    size_t handed_out = 0;  // distinct frames delivered by the first run
+    auto counting = [&](size_t u, const AVFrame* f) -> Status {
+      HDL_RETURN_IF_ERROR(convert(u, f));
+      handed_out = u + 1;
+      return Status::ok();
     };
     ClipDecode clip(file, info, options, packet, frame, rep);
     if (!clip.skip_possible() || wanted.size() == size_t(info.num_frames())) return clip.run(wanted, convert);
     // Unwanted non-reference frames skipped; should a wanted frame still go missing (a packet
     // whose timestamp belongs to another frame), the clip is decoded again in full.
-    Status st = clip.run(wanted, convert, /*skip_unwanted=*/true);
-    if (st.code() != StatusCode::kInvalidData) return st;
+    Status st = clip.run(wanted, counting, /*skip_unwanted=*/true);
+    if (st.code() != StatusCode::kInvalidData || sink_failed) return st;
     ++rep.retries;
-    return clip.run(wanted, convert);
+    // Each frame goes to the sink once: the retry wants the frames after those handed out.
+    done = handed_out;
+    const std::vector<int64_t> rest(wanted.begin() + std::ptrdiff_t(done), wanted.end());
+    return clip.run(rest, convert);
   }
 };
 

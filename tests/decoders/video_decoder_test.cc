@@ -642,8 +642,9 @@ TEST(VideoDecoder, IoErrorsAreTheFilesOwn) {
   EXPECT_EQ(s.message(), "Input/output error (injected)");
 }
 
-// Probes, then decodes every frame probe() found (the first few of them to pixels): both may
-// fail, with a message.
+// Probes, then decodes every frame probe() found (the first few of them to pixels, every other
+// one through decode(), whose sink must see each frame once and in order, even when a decode
+// that skipped unwanted frames fails and is retried): all may fail, with a message.
 Status probe_and_decode(std::span<const uint8_t> bytes, int64_t* frames = nullptr) {
   VideoDecoder dec;
   auto file = memory_file(bytes);
@@ -655,12 +656,22 @@ Status probe_and_decode(std::span<const uint8_t> bytes, int64_t* frames = nullpt
   const Shape shape{int64_t(first.size()), info->display_height(), info->display_width(), 3};
   std::vector<uint8_t> pixels(size_t(shape.num_elements()));
   HDL_RETURN_IF_ERROR(dec.decode_into(*file, *info, first, TensorView(pixels.data(), shape, DType::kU8)));
+  std::vector<int64_t> every_other;
+  for (int64_t i = 0; i < info->num_frames(); i += 2) every_other.push_back(i);
+  int64_t next = 0;
+  Status s = dec.decode(*file, *info, every_other, [&](int64_t k, const ConstTensorView&) {
+    EXPECT_EQ(k, next) << "sink called out of order or twice";
+    next = k + 1;
+    return Status::ok();
+  });
+  if (s.is_ok()) EXPECT_EQ(next, int64_t(every_other.size()));
   return dec.decode_only(*file, *info, all_frames(*info));
 }
 
 TEST(VideoDecoder, TruncatedAndCorruptFilesAreStatusErrors) {
   HDL_REQUIRE_VIDEO_CORPUS();
   for (const char* clip : {"derived/pedestrians_h264_768x576.mp4", "derived/pedestrians_h264_bframes_longgop.mkv",
+                           "derived/pedestrians_mjpeg_768x576.avi",
                            "derived/pedestrians_vp9_768x576.webm", "derived/pedestrians_hevc_768x576.mp4",
                            "original/ball_vp9_in_avi_320x240.avi", "original/city_mpeg2_720x405.mpg",
                            "original/puck_theora_400x304.ogv", "original/megamind_mpeg4asp_720x528.avi"}) {
