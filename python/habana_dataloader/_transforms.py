@@ -337,8 +337,8 @@ def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
     if not fused or not pil:
         return args, 0
     first = pil[0]
-    if _has("image_decoder", "pillow"):  # PIL images: PIL.Image.resize's arithmetic (see _pillow)
-        args["pillow"] = True
+    if _kind(first) in (T.RandomResizedCrop, T.Resize):
+        args.update(_pillow("image_decoder", first.interpolation))
     if _kind(first) is T.RandomResizedCrop:
         args.update(random_crop="resized", scale=list(first.scale), ratio=list(first.ratio),
                     resize=_hw(first.size), interpolation=_interp(first.interpolation, "RandomResizedCrop"),
@@ -356,13 +356,19 @@ def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
     return args, i
 
 
-def _pillow(op: str) -> Dict[str, Any]:
-    """The resize-family operators' ``pillow`` argument. Every resize this module maps acts on
-    PIL images (before ToTensor / PILToTensor, from the default PIL loader), which torchvision
-    resamples with PIL.Image.resize: Pillow's weights and uint8 rounding, antialiased whatever
-    ``antialias`` says. A build without the argument keeps the tensor path (within 1 grey level
-    for bilinear, up to 9 and more for bicubic at sharp edges)."""
-    return {"pillow": True} if _has(op, "pillow") else {}
+def _pillow(op: str, interpolation: Any) -> Dict[str, Any]:
+    """The resize-family operators' ``pillow`` argument for a resize of PIL images (every resize
+    this module maps: before ToTensor / PILToTensor, from the default PIL loader), which
+    torchvision resamples with PIL.Image.resize. Our tensor-path resize (SIMD float) is within
+    1 grey level of Pillow for bilinear, torchvision's default, and keeps its speed there;
+    for the other filters (bicubic: up to 22 levels apart at sharp edges; nearest: another
+    index rule) ``pillow=True`` gives Pillow's own integer arithmetic, bit-exact and slower
+    (resnet-train with it: 0.37x the images/s on 2 cores, docs/PARITY.md). A build without the
+    argument keeps the tensor path."""
+    name = getattr(interpolation, "value", interpolation)
+    if str(name).lower() == "bilinear" or not _has(op, "pillow"):
+        return {}
+    return {"pillow": True}
 
 
 def _times(p: Any, q: float) -> Any:
@@ -426,12 +432,12 @@ def _map_one(t: Any, x: DataNode, p: Any = 1.0) -> DataNode:
         _require("random_resized_crop")
         return fn.random_resized_crop(x, size=_hw(t.size), scale=list(t.scale), ratio=list(t.ratio),
                                       interpolation=_interp(t.interpolation, "RandomResizedCrop"), antialias=True,
-                                      **_pillow("random_resized_crop"))
+                                      **_pillow("random_resized_crop", t.interpolation))
     if kind is T.Resize:
         _require("resize")
         size = [t.size] if isinstance(t.size, int) else list(t.size)
         return fn.resize(x, size=size, max_size=int(t.max_size or 0),
-                         interpolation=_interp(t.interpolation, "Resize"), antialias=True, **_pillow("resize"))
+                         interpolation=_interp(t.interpolation, "Resize"), antialias=True, **_pillow("resize", t.interpolation))
     if kind is T.CenterCrop:
         _require("crop")
         return fn.crop(x, crop=_hw(t.size))
