@@ -70,15 +70,21 @@ def _hw(size: Any) -> List[int]:
     return [int(size[0]), int(size[0])] if len(size) == 1 else [int(size[0]), int(size[1])]
 
 
-def unwrap_dataset(dataset: Any) -> Tuple[DatasetFolder, Optional[List[int]]]:
-    """The ImageFolder/DatasetFolder under any Subsets, and the index map they make; raises
-    Unsupported listing every reason it is not one the pipeline can read."""
+def peel_subsets(dataset: Any) -> Tuple[Any, Optional[List[int]]]:
+    """The dataset under any (nested) Subsets, and the index map they make (None: no Subset)."""
     indices: Optional[List[int]] = None
     ds = dataset
     while isinstance(ds, Subset):
         idx = [int(i) for i in ds.indices]
         indices = idx if indices is None else [idx[i] for i in indices]
         ds = ds.dataset
+    return ds, indices
+
+
+def unwrap_dataset(dataset: Any) -> Tuple[DatasetFolder, Optional[List[int]]]:
+    """The ImageFolder/DatasetFolder under any Subsets, and the index map they make; raises
+    Unsupported listing every reason it is not one the pipeline can read."""
+    ds, indices = peel_subsets(dataset)
     if not isinstance(ds, DatasetFolder):
         raise Unsupported(f"the dataset is a {type(ds).__name__}, not a torchvision ImageFolder/DatasetFolder (or a Subset of one)")
     reasons = []

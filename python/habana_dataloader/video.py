@@ -39,10 +39,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 import torchvision.transforms.functional as TF
-from torch.utils.data import Dataset, Subset
+from torch.utils.data import Dataset
 from torchvision.datasets.folder import find_classes, make_dataset
 
 from . import _C
+from ._transforms import peel_subsets
 
 __all__ = ["VideoFolder", "ClipTrainTransform", "ClipEvalTransform", "KINETICS_MEAN", "KINETICS_STD",
            "VIDEO_EXTENSIONS"]
@@ -449,12 +450,7 @@ class VideoPlan:
 
 def find_video_folder(dataset: Any) -> Optional[Tuple[VideoFolder, Optional[List[int]]]]:
     """The VideoFolder under any Subsets and the index map they make, or None."""
-    indices: Optional[List[int]] = None
-    ds = dataset
-    while isinstance(ds, Subset):
-        idx = [int(i) for i in ds.indices]
-        indices = idx if indices is None else [idx[i] for i in indices]
-        ds = ds.dataset
+    ds, indices = peel_subsets(dataset)
     return (ds, indices) if isinstance(ds, VideoFolder) else None
 
 
