@@ -567,8 +567,10 @@ PipelineStats Executor::stats() const {
   }
   s.batches = c.batches.load();
   s.samples = c.samples.load();
-  s.failures = static_cast<uint64_t>(c.failures.load());
+  // replaced before failures: the consumer raises failures first and replaced after (next()
+  // then take()), so a snapshot taken while it does never shows more replaced than failed.
   s.replaced = c.replaced.load();
+  s.failures = static_cast<uint64_t>(c.failures.load());
   s.consumer_wait_seconds = static_cast<double>(c.wait_nanos.load()) * 1e-9;
   {
     std::lock_guard lock(c.errors_mu);
