@@ -990,16 +990,7 @@ Status VideoDecoder::decode_into(const RandomAccessFile& file, const VideoInfo& 
   if (out.shape != want || out.dtype != DType::kU8 || !out.device.is_cpu() || out.strides[3] != 1)
     return Status::invalid_argument("decode_into: the output must be a host uint8 [T, H, W, C] view of shape " +
                                     want.to_string() + " with unit channel stride, not " + out.shape.to_string());
-  auto slot = [&](size_t k) {
-    TensorView v;
-    v.data = static_cast<uint8_t*>(out.data) + int64_t(k) * out.strides[0];
-    v.shape = Shape{want[1], want[2], want[3]};
-    v.strides = Shape{out.strides[1], out.strides[2], out.strides[3]};
-    v.dtype = DType::kU8;
-    v.layout = Layout::kHWC;
-    v.device = out.device;
-    return v;
-  };
+  auto slot = [&](size_t k) { return out.select(0, int64_t(k), Layout::kHWC); };
   // Repeats of a frame are copies of its first slot.
   auto deliver = [&](const TensorView& first, size_t k) -> Status {
     for (size_t j = k + 1; j < frames.size() && frames[j] == frames[k]; ++j) copy(first, slot(j));

@@ -28,6 +28,21 @@ View crop_view(const View& v, int64_t y0, int64_t x0, int64_t h, int64_t w) {
   out.shape[1] = w;
   return out;
 }
+
+template <typename View>
+View select_view(const View& v, int dim, int64_t i, Layout layout) {
+  assert(dim >= 0 && dim < v.ndim() && i >= 0 && i < v.shape[dim]);
+  View out = v;
+  using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<decltype(v.data)>>,
+                                  const char, char>;
+  out.data = static_cast<Byte*>(v.data) + i * v.strides[dim] * static_cast<int64_t>(dtype_size(v.dtype));
+  out.shape = Shape{};
+  out.strides = Shape{};
+  for (int d = 0; d < v.ndim(); ++d)
+    if (d != dim) out.shape.push_back(v.shape[d]), out.strides.push_back(v.strides[d]);
+  out.layout = layout;
+  return out;
+}
 }  // namespace
 
 TensorView TensorView::crop_hw(int64_t y0, int64_t x0, int64_t h, int64_t w) const {
@@ -36,6 +51,12 @@ TensorView TensorView::crop_hw(int64_t y0, int64_t x0, int64_t h, int64_t w) con
 
 ConstTensorView ConstTensorView::crop_hw(int64_t y0, int64_t x0, int64_t h, int64_t w) const {
   return crop_view(*this, y0, x0, h, w);
+}
+
+TensorView TensorView::select(int dim, int64_t i, Layout layout) const { return select_view(*this, dim, i, layout); }
+
+ConstTensorView ConstTensorView::select(int dim, int64_t i, Layout layout) const {
+  return select_view(*this, dim, i, layout);
 }
 
 namespace {

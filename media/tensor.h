@@ -61,6 +61,9 @@ struct TensorView : detail::ViewBase<void*> {
   }
   /// The window [y0, y0+h) x [x0, x0+w) of an HWC view (same strides, no copy).
   TensorView crop_hw(int64_t y0, int64_t x0, int64_t h, int64_t w) const;
+  /// Index i of dimension `dim`, that dimension dropped (same strides, no copy), with `layout`:
+  /// frame t of an FHWC clip is select(0, t, Layout::kHWC).
+  TensorView select(int dim, int64_t i, Layout layout) const;
 };
 
 /// A non-owning, read-only window on elements somewhere else.
@@ -73,6 +76,7 @@ struct ConstTensorView : detail::ViewBase<const void*> {
     assign(data, shape, dtype, layout, device);
   }
   ConstTensorView crop_hw(int64_t y0, int64_t x0, int64_t h, int64_t w) const;
+  ConstTensorView select(int dim, int64_t i, Layout layout) const;
 };
 
 /// Copies the elements of `src` into `dst` (same shape and dtype; any strides). Host only.

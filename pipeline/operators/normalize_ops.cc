@@ -88,18 +88,10 @@ class CropMirrorNormalizeOp final : public Operator {
     }
     const TensorSpec s = clip_spec({in.dtype, in.shape, in.layout});
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s.shape, s.dtype, s.layout));
-    const size_t elem = dtype_size(out.dtype);
-    for (int64_t f = 0; f < in.shape[0]; ++f) {
-      ConstTensorView frame(static_cast<const uint8_t*>(in.data) + f * in.strides[0] * dtype_size(in.dtype),
-                            Shape{h, w, c}, in.dtype, Layout::kHWC);
-      frame.strides = Shape{in.strides[1], in.strides[2], in.strides[3]};
-      // The frame's [C, h, w] or [h, w, C] window of the output: dims other than the frame's.
-      const int fdim = clip_channels_first_ ? 1 : 0, a = fdim == 0 ? 1 : 0;
-      TensorView dst(static_cast<uint8_t*>(out.data) + f * out.strides[fdim] * elem,
-                     Shape{out.shape[a], out.shape[2], out.shape[3]}, out.dtype, options_.layout);
-      dst.strides = Shape{out.strides[a], out.strides[2], out.strides[3]};
-      HDL_RETURN_IF_ERROR(kernels::crop_mirror_normalize(frame, dst, o));
-    }
+    const int fdim = clip_channels_first_ ? 1 : 0;  // the frames' dimension of the output
+    for (int64_t f = 0; f < in.shape[0]; ++f)
+      HDL_RETURN_IF_ERROR(kernels::crop_mirror_normalize(in.select(0, f, Layout::kHWC),
+                                                         out.select(fdim, f, options_.layout), o));
     return Status::ok();
   }
 

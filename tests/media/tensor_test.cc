@@ -35,6 +35,23 @@ TEST(Tensor, CropViewAndStridedCopy) {
         EXPECT_EQ(dst.typed<uint8_t>()[(y * 3 + x) * 3 + c], ((1 + y) * 5 + 2 + x) * 3 + c);
 }
 
+TEST(Tensor, SelectDropsOneDimension) {
+  // [C, T, H, W] = [2, 3, 4, 5] float: frame t of channel-first clips is select(1, t).
+  Tensor t = Tensor::empty({2, 3, 4, 5}, DType::kF32, Layout::kCFHW);
+  std::iota(t.typed<float>(), t.typed<float>() + t.num_elements(), 0.0f);
+  const TensorView frame = t.view().select(1, 2, Layout::kCHW);
+  EXPECT_EQ(frame.shape, (Shape{2, 4, 5}));
+  EXPECT_EQ(frame.strides, (Shape{60, 5, 1}));
+  EXPECT_EQ(frame.layout, Layout::kCHW);
+  for (int c = 0; c < 2; ++c)
+    for (int y = 0; y < 4; ++y)
+      for (int x = 0; x < 5; ++x)
+        EXPECT_EQ(frame.typed<float>()[c * 60 + y * 5 + x], float(((c * 3 + 2) * 4 + y) * 5 + x));
+  const ConstTensorView first = ConstTensorView(t.view()).select(0, 1, Layout::kNone);
+  EXPECT_EQ(first.shape, (Shape{3, 4, 5}));
+  EXPECT_EQ(first.typed<float>()[0], 60.0f);
+}
+
 TEST(Tensor, CopyHandlesNonUnitInnerStride) {
   std::vector<float> src = {0, 1, 2, 3, 4, 5};
   ConstTensorView v(src.data(), {2, 3}, DType::kF32);
