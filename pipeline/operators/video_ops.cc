@@ -121,9 +121,7 @@ class ClipDecode {
                                                    DType::kU8, Layout::kFHWC));
     const bool padded = !(plan.dst_size == plan.out_size);
     auto sink = [&](int64_t k, const ConstTensorView& frame) -> Status {
-      TensorView slot(static_cast<uint8_t*>(out.data) + k * out.strides[0], Shape{plan.out_size.h, plan.out_size.w, c},
-                      DType::kU8, Layout::kHWC);
-      slot.strides = Shape{out.strides[1], out.strides[2], out.strides[3]};
+      const TensorView slot = out.select(0, k, Layout::kHWC);
       if (padded)
         for (int64_t y = 0; y < plan.out_size.h; ++y)
           std::memset(slot.typed<uint8_t>() + y * slot.strides[0], 0, static_cast<size_t>(plan.out_size.w * c));
@@ -219,10 +217,12 @@ class VideoReader final : public SourceOperator {
     std::vector<int64_t> clips(static_cast<size_t>(videos));
     tbb::enumerable_thread_specific<VideoDecoder> decoders(decode_.decoder_options());
     tbb::parallel_for(int64_t{0}, videos, [&](int64_t v) {
-      Result<std::shared_ptr<const VideoInfo>> info = probe(fs, v, decoders.local());
       // A video that cannot be read keeps one clip: its sample fails with the reason, under the
       // pipeline's error policy, instead of vanishing from the dataset unnoticed.
-      clips[v] = info.is_ok() ? contiguous_clips(sampling_, timeline_length(**info, sampling_.frame_rate)) : 1;
+      clips[v] = 1;
+      if (auto file = fs.open(dataset_.path(v)); file.is_ok())
+        if (auto info = probe(v, **file, decoders.local()); info.is_ok())
+          clips[v] = contiguous_clips(sampling_, timeline_length(**info, sampling_.frame_rate));
     });
     clip_offsets_.assign(1, 0);
     clip_offsets_.reserve(static_cast<size_t>(videos) + 1);
@@ -248,13 +248,8 @@ class VideoReader final : public SourceOperator {
     HDL_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, io.file_system().open(dataset_.path(v)));
     std::shared_ptr<const VideoInfo> info = infos_->find(v);
     if (!info) {
-      HDL_ASSIGN_OR_RETURN(VideoInfo probed, st.decoder.probe(*file));
-      counters_.probes.fetch_add(1, std::memory_order_relaxed);
-      info = std::make_shared<const VideoInfo>(std::move(probed));
-      infos_->put(v, info);
+      HDL_ASSIGN_OR_RETURN(info, probe(v, *file, st.decoder));
     }
-    if (sampling_.sampler == ClipSampler::kContiguous)  // counted by prepare(): the video has clip k
-      HDL_RETURN_IF_ERROR(check_clip_fits(sampling_, *info));
     HDL_ASSIGN_OR_RETURN(std::vector<int64_t> frames, clip_frames(sampling_, *info, k, io.rng()));
     HDL_RETURN_IF_ERROR(decode_.run(io, st, *file, *info, frames, 0, counters_));
     HDL_ASSIGN_OR_RETURN(TensorView label, io.output(1, Shape{}, DType::kI64, Layout::kNone));
@@ -274,9 +269,9 @@ class VideoReader final : public SourceOperator {
   const Sharding& sharding() const override { return sharding_; }
 
  private:
-  Result<std::shared_ptr<const VideoInfo>> probe(FileSystem& fs, int64_t v, VideoDecoder& decoder) {
-    HDL_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, fs.open(dataset_.path(v)));
-    HDL_ASSIGN_OR_RETURN(VideoInfo probed, decoder.probe(*file));
+  // Reads video v's metadata and keeps it for the pipeline's life.
+  Result<std::shared_ptr<const VideoInfo>> probe(int64_t v, const RandomAccessFile& file, VideoDecoder& decoder) const {
+    HDL_ASSIGN_OR_RETURN(VideoInfo probed, decoder.probe(file));
     counters_.probes.fetch_add(1, std::memory_order_relaxed);
     auto info = std::make_shared<const VideoInfo>(std::move(probed));
     infos_->put(v, info);
@@ -313,7 +308,7 @@ class VideoDecoderOp final : public Operator {
     HDL_ASSIGN_OR_RETURN(VideoInfo info, st.decoder.probe(*file));
     counters_.probes.fetch_add(1, std::memory_order_relaxed);
     HDL_RETURN_IF_ERROR(check_clip_fits(sampling_, info));
-    const int64_t room = sampling_.frames_per_clip == 0 ? 0 : timeline_length(info, sampling_.frame_rate) - sampling_.span();
+    const int64_t room = last_clip_start(sampling_, info);
     int64_t start = 0;
     if (start_ == "random") start = static_cast<int64_t>(io.rng().below(static_cast<uint64_t>(room + 1)));
     else if (start_ == "middle") start = room / 2;

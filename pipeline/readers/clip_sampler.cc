@@ -63,11 +63,14 @@ std::vector<int64_t> clip_frames_at(const ClipSampling& s, const VideoInfo& info
   return frames;
 }
 
+int64_t last_clip_start(const ClipSampling& s, const VideoInfo& info) {
+  return s.frames_per_clip == 0 ? 0 : timeline_length(info, s.frame_rate) - s.span();
+}
+
 Result<std::vector<int64_t>> clip_frames(const ClipSampling& s, const VideoInfo& info, int64_t k,
                                          RandomStream& rng) {
   HDL_RETURN_IF_ERROR(check_clip_fits(s, info));
-  const int64_t length = timeline_length(info, s.frame_rate);
-  const int64_t room = s.frames_per_clip == 0 ? 0 : length - s.span();  // last possible start
+  const int64_t room = last_clip_start(s, info);
   int64_t start = 0;
   switch (s.sampler) {
     case ClipSampler::kRandom:

@@ -58,6 +58,10 @@ int64_t contiguous_clips(const ClipSampling& s, int64_t length);
 /// for frames_per_clip 0, whatever `start`). Precondition: start + span <= timeline length.
 std::vector<int64_t> clip_frames_at(const ClipSampling& s, const VideoInfo& info, int64_t start);
 
+/// The last timeline position a clip may start at (0 for a whole-timeline clip); negative when
+/// the video is shorter than a clip.
+int64_t last_clip_start(const ClipSampling& s, const VideoInfo& info);
+
 /// The error for a video shorter than one clip (kInvalidData), or ok.
 Status check_clip_fits(const ClipSampling& s, const VideoInfo& info);
 
