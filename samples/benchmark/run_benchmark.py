@@ -86,8 +86,8 @@ def worker(a: argparse.Namespace) -> None:
 
 
 # ---- the driver -----------------------------------------------------------------------------
-def sh(cmd: list, env=None) -> str:
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+def sh(cmd: list, **kw) -> str:
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     if r.returncode != 0:
         raise SystemExit(f"failed ({r.returncode}): {shlex.join(cmd)}\n{r.stderr[-3000:]}")
     return r.stdout
@@ -151,7 +151,7 @@ class Runner:
                str(threads), "--epochs", str(epochs), "--batch-size", str(self.a.batch_size), "--data", self.a.data]
         env = dict(os.environ, PYTHONPATH=self.pypath + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.commands[f"{which} {kind}"] = f"PYTHONPATH={self.pypath} " + shlex.join(cmd)
-        return self.median([last_json(sh(cmd, env)) for _ in range(repeat)])
+        return self.median([last_json(sh(cmd, env=env)) for _ in range(repeat)])
 
 
 def run(a: argparse.Namespace) -> dict:

@@ -45,10 +45,11 @@ import resource
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from run_benchmark import sh, verdict  # beside this script (its folder is on sys.path)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC = os.path.join(ROOT, "samples/benchmark/video_clips.json")
@@ -172,13 +173,6 @@ def worker_clips(a: argparse.Namespace) -> dict:
 
 
 # ---- the driver ------------------------------------------------------------------------------
-def sh(cmd: list, **kw) -> str:
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
-    if r.returncode != 0:
-        raise SystemExit(f"failed ({r.returncode}): {shlex.join(cmd)}\n{r.stderr[-3000:]}")
-    return r.stdout
-
-
 def rates(frames: int, clips: int, seconds: float, cpu: float) -> dict:
     return {"frames": frames, "clips": clips, "seconds": seconds, "cpu_s": cpu, "frames_per_s": frames / seconds,
             "clips_per_s": clips / seconds, "cpu_ms_per_frame": 1e3 * cpu / frames if frames else None}
@@ -309,14 +303,6 @@ def run(a: argparse.Namespace, tmp: str) -> dict:
     res["commands"] = r.commands
     res["load_after"] = os.getloadavg()[0]
     return res
-
-
-def verdict(value: float, target: str) -> str:
-    m = re.match(r"([<>]=) ([\d.]+)", target)
-    if not m:
-        return ""
-    ok = value >= float(m.group(2)) if m.group(1) == ">=" else value <= float(m.group(2))
-    return "ok" if ok else "MISSED"
 
 
 def tables(res: dict, md: bool) -> str:
