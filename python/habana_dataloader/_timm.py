@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torchvision.transforms as T
 
@@ -36,6 +36,14 @@ class Unmapped:
 
     def __init__(self, transform: Any, reason: str):
         self.transform, self.reason = transform, reason
+
+
+class NativeOp:
+    """Stands for a timm PIL-stage transform (keeping the image's shape) that an operator of
+    its own implements: `op` with `args` (what _transforms.recipe_op returns for it)."""
+
+    def __init__(self, transform: Any, op: str, args: Dict[str, Any]):
+        self.transform, self.op, self.args = transform, op, args
 
 
 class CountedErasing(T.RandomErasing):

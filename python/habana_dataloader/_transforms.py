@@ -27,7 +27,7 @@ from torchvision.datasets.folder import default_loader, pil_loader
 
 from . import fn
 from ._graph import DataNode
-from ._timm import CountedErasing, Unmapped, as_torchvision as _timm_as_torchvision
+from ._timm import CountedErasing, NativeOp, Unmapped, as_torchvision as _timm_as_torchvision
 
 
 class Unsupported(Exception):
@@ -164,7 +164,10 @@ def _same_code(a: Any, b: Any) -> bool:
 
 
 def recipe_op(t: Any) -> Optional[Tuple[str, Dict[str, Any]]]:
-    """(operator, arguments) for a recipe's own PIL transform class, or None."""
+    """(operator, arguments) for a recipe's own PIL transform class (or a timm transform
+    _timm.py maps to an operator of its own), or None."""
+    if isinstance(t, NativeOp):
+        return t.op, dict(t.args)
     call = getattr(type(t), "__call__", None)
     code = getattr(call, "__code__", None)
     if code is None:
