@@ -45,6 +45,7 @@ const OpRegistry& OpRegistry::builtin() {
     // Automatic augmentation.
     r.add(auto_augment_schema());
     r.add(augmix_schema());
+    r.add(timm_augment_schema());
     // Random number generators.
     r.add(coin_flip_schema());
     r.add(random_uniform_schema());

@@ -68,9 +68,10 @@ OpSchema gaussian_blur_schema();
 OpSchema pil_gaussian_blur_schema();
 // Tensor augmentation (operators/random_erasing.cc).
 OpSchema random_erasing_schema();
-// Automatic augmentation policies (operators/auto_augment.cc, augmix.cc).
+// Automatic augmentation policies (operators/auto_augment.cc, augmix.cc, timm_augment.cc).
 OpSchema auto_augment_schema();
 OpSchema augmix_schema();
+OpSchema timm_augment_schema();
 
 }  // namespace hdl
 HDL_API_END

@@ -1,5 +1,6 @@
 #include "pipeline/kernels/augment.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -100,6 +101,13 @@ Status posterize(const ConstTensorView& src, const TensorView& dst, int bits) {
   Lut lut;
   for (int i = 0; i < 256; ++i) lut[i] = static_cast<uint8_t>(i & mask);
   return apply_lut("posterize", src, dst, lut);
+}
+
+Status solarize_add(const ConstTensorView& src, const TensorView& dst, int add, int threshold) {
+  if (add < 0 || add > 255) return Status::invalid_argument("solarize_add: add must be in [0, 255], got " + std::to_string(add));
+  Lut lut;
+  for (int i = 0; i < 256; ++i) lut[i] = static_cast<uint8_t>(i < threshold ? std::min(255, i + add) : i);
+  return apply_lut("solarize_add", src, dst, lut);
 }
 
 Status invert(const ConstTensorView& src, const TensorView& dst) {

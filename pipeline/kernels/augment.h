@@ -2,7 +2,8 @@
 // TrivialAugmentWide apply to PIL images, with Pillow 9.4's arithmetic (torchvision hands PIL
 // images to ImageOps, ImageEnhance and Image.transform / Image.rotate):
 //
-// - lookup-table ops (ImageOps.posterize, invert, autocontrast, equalize; solarize is color.h's):
+// - lookup-table ops (ImageOps.posterize, invert, autocontrast, equalize, timm's solarize_add;
+//   solarize is color.h's):
 //   integer histograms and Python's own lookup-table formulas, exact;
 // - ImageEnhance (Brightness, Color, Contrast, Sharpness): Image.blend(degenerate, image, factor)
 //   with a float32 factor, truncated and clipped as Pillow's Blend.c; the degenerate images are
@@ -28,6 +29,10 @@ namespace hdl::kernels {
 /// ImageOps.posterize(img, bits): every value ANDed with a mask keeping its top `bits` bits
 /// (0 <= bits <= 8; 0 makes the image black).
 Status posterize(const ConstTensorView& src, const TensorView& dst, int bits);
+
+/// timm's solarize_add(img, add, thresh): Image.point with the table v < threshold ?
+/// min(255, v + add) : v (0 <= add <= 255; any threshold).
+Status solarize_add(const ConstTensorView& src, const TensorView& dst, int add, int threshold);
 
 /// ImageOps.invert: 255 - v.
 Status invert(const ConstTensorView& src, const TensorView& dst);

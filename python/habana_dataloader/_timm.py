@@ -126,18 +126,83 @@ def _rand_augment_name(t: Any) -> str:
     return "-".join(parts)
 
 
-def _rand_augment(t: Any) -> Unmapped:
-    names = [o.name for o in t.ops]
-    own = [n for n in names if n in ("SolarizeAdd", "TranslateXRel", "TranslateYRel") or n.endswith("Increasing")]
-    return Unmapped(t, f"timm RandAugment ({_rand_augment_name(t)}): timm's op set ({', '.join(own or names)}), "
-                       f"its per-op probability and magnitude noise have no native mapping (the auto_augment "
-                       "operator implements torchvision's policies)")
+_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic"}  # PIL's NEAREST, BILINEAR, BICUBIC
 
 
-def _auto_augment(t: Any) -> Unmapped:
-    return Unmapped(t, f"timm AutoAugment ({len(t.policy)} sub-policies of timm's AugmentOp): timm's ops and "
-                       "resampling have no native mapping (the auto_augment operator implements torchvision's "
-                       "policies)")
+def _augment_ops_args(ops: List[Any], where: str) -> Any:
+    """timm_augment's shared arguments for timm AugmentOps (ops, probabilities, magnitudes and
+    the hyper-parameters every op must share), or Unmapped."""
+    aa = sys.modules.get(_AA)
+    name_to_op, level_to_arg = getattr(aa, "NAME_TO_OP", {}), getattr(aa, "LEVEL_TO_ARG", {})
+    op_cls = getattr(aa, "AugmentOp", None)
+    shared = set()
+    for op in ops:
+        if type(op) is not op_cls:
+            return Unmapped(op, f"{where}: op {type(op).__name__} is not timm's AugmentOp")
+        if op.name not in name_to_op or op.aug_fn is not name_to_op[op.name] or \
+                op.level_fn is not level_to_arg.get(op.name):
+            return Unmapped(op, f"{where}: op {op.name!r} is not one of timm's (or calls other functions)")
+        hp = op.hparams
+        std = float(op.magnitude_std or 0)
+        resample = op.kwargs.get("resample", 3)
+        resample = tuple(resample) if isinstance(resample, (list, tuple)) else (resample,)
+        fill = op.kwargs.get("fillcolor", (128, 128, 128))
+        fill = tuple(fill) if isinstance(fill, (list, tuple)) else (fill,)
+        translate_const = hp.get("translate_const", 250) if op.name in ("TranslateX", "TranslateY") else None
+        shared.add((std, op.magnitude_max or 0, float(hp.get("translate_pct", 0.45)), translate_const, resample,
+                    fill))
+    consts = {s[3] for s in shared if s[3] is not None}
+    shared = {s[:3] + s[4:] for s in shared}
+    if len(shared) > 1 or len(consts) > 1:
+        return Unmapped(ops[0], f"{where}: its ops differ in magnitude noise, bounds, translation, resampling or "
+                                "fill (one set for all ops is native)")
+    if not shared:
+        return {"ops": [], "probabilities": [], "magnitudes": []}
+    std, mmax, translate_pct, resample, fill = shared.pop()
+    filters = [_FILTERS.get(int(r)) for r in resample]
+    if None in filters:
+        return Unmapped(ops[0], f"{where}: resampling {resample} (Pillow's transforms take nearest, bilinear, "
+                                "bicubic)")
+    if not all(isinstance(f, int) and 0 <= f <= 255 for f in fill) or len(fill) not in (1, 3):
+        return Unmapped(ops[0], f"{where}: fillcolor {fill!r} (1 or 3 ints in [0, 255] are native)")
+    if not (0 <= float(mmax) <= 1e6) or not all(abs(float(o.magnitude)) <= 1e6 for o in ops):
+        return Unmapped(ops[0], f"{where}: magnitudes beyond 1e6")
+    args: Dict[str, Any] = {
+        "ops": [o.name for o in ops], "probabilities": [min(1.0, max(0.0, float(o.prob))) for o in ops],
+        "magnitudes": [float(o.magnitude) for o in ops], "magnitude_max": float(mmax),
+        "translate_pct": translate_pct, "interpolation": filters, "fill": [float(f) for f in fill]}
+    if std == float("inf"):
+        args["magnitude_uniform"] = True
+    elif std > 0:
+        args["magnitude_std"] = std
+    if consts:
+        args["translate_const"] = float(consts.pop())
+    return args
+
+
+def _rand_augment(t: Any) -> Any:
+    where = f"timm RandAugment ({_rand_augment_name(t)})"
+    args = _augment_ops_args(list(t.ops), where)
+    if isinstance(args, Unmapped):
+        return Unmapped(t, args.reason)
+    args.update(policy="rand_augment", num_layers=int(t.num_layers))
+    if t.choice_weights is not None:
+        args["weights"] = [float(w) for w in t.choice_weights]
+    if not 0 <= args["num_layers"] <= 64:
+        return Unmapped(t, f"{where}: num_layers {t.num_layers} (0 to 64 are native)")
+    return NativeOp(t, "timm_augment", args)
+
+
+def _auto_augment(t: Any) -> Any:
+    where = f"timm AutoAugment ({len(t.policy)} sub-policies)"
+    subs = [list(sub) for sub in t.policy]
+    if not subs or any(not 1 <= len(sub) <= 64 for sub in subs):
+        return Unmapped(t, f"{where}: an empty policy or sub-policy has no native mapping")
+    args = _augment_ops_args([op for sub in subs for op in sub], where)
+    if isinstance(args, Unmapped):
+        return Unmapped(t, args.reason)
+    args.update(policy="auto_augment", groups=[len(sub) for sub in subs])
+    return NativeOp(t, "timm_augment", args)
 
 
 def _augmix(t: Any) -> Unmapped:

@@ -1,7 +1,8 @@
 """timm's transforms (create_transform) on the native path: MaybeToTensor / MaybePILToTensor /
 ToNumpy, RandomResizedCropAndInterpolation and RandomErasing map onto the torchvision mapping;
-what does not (timm's RandAugment, interpolation='random', re_mode='rand', a random re_count)
-falls back with a reason naming it. Needs timm (not a dependency): skipped without it.
+timm's RandAugment and AutoAugment onto the timm_augment operator (every op bit-exact with
+timm's on the same PIL image; policies with timm's law); what does not (AugMix,
+interpolation='random', re_mode='rand', a random re_count) falls back with a reason naming it. Needs timm (not a dependency): skipped without it.
 
     PYTHONPATH=build/python build/venv-timm/bin/python -m pytest tests/python/test_timm.py
 """
@@ -21,6 +22,8 @@ from torch.utils.data import DataLoader
 timm = pytest.importorskip("timm", reason="timm is not installed (not a dependency; build/venv-timm has it)")
 from timm.data import create_transform  # noqa: E402
 from timm.data.random_erasing import RandomErasing  # noqa: E402
+from timm.data import auto_augment as timm_aa  # noqa: E402
+from timm.data.auto_augment import auto_augment_transform, rand_augment_transform  # noqa: E402
 from timm.data.transforms import MaybeToTensor, RandomResizedCropAndInterpolation, ToTensor  # noqa: E402
 
 from habana_dataloader import HabanaDataLoader, Pipeline, fn  # noqa: E402
@@ -46,13 +49,12 @@ def batches(dl):
 
 # ---- eval: the torchvision eval chain's tolerance -----------------------------------------
 
-# The native resize of PIL images is Pillow's own arithmetic (resize pillow=True, docs/PARITY.md):
-# torchvision's eval chains are equal to torch's batches up to float32 rounding, bilinear and
-# bicubic. (Before, the tensor kernel kept floats between its passes where Pillow rounds to
-# uint8: bicubic differed by up to 22 levels at sharp edges, mean 0.19 / 255.)
-@pytest.mark.parametrize("kw, max_diff", [(dict(crop_pct=0.875, interpolation="bicubic"), 1 / 255),
-                                          (dict(), 1 / 255)], ids=["bicubic-0.875", "default"])
-def test_eval_transform_matches_torch(val_root, kw, max_diff):
+# The native resize of PIL images (docs/PARITY.md): bicubic is Pillow's own arithmetic (resize
+# pillow=True), equal to torch's batches up to float32 rounding; bilinear keeps the tensor
+# kernel (its speed), within 1 grey level of Pillow (mean 0.17 / 255 on these photos).
+@pytest.mark.parametrize("kw, mean_diff, max_diff", [(dict(crop_pct=0.875, interpolation="bicubic"), 0.01, 1),
+                                                     (dict(), 1, 2)], ids=["bicubic-0.875", "default"])
+def test_eval_transform_matches_torch(val_root, kw, mean_diff, max_diff):
     tf = create_transform(224, **kw)
     ours = batches(native(val_root, tf, batch_size=32))
     theirs = DataLoader(torchvision.datasets.ImageFolder(str(val_root), tf), batch_size=32)
@@ -61,7 +63,7 @@ def test_eval_transform_matches_torch(val_root, kw, max_diff):
         assert torch.equal(y, v) and x.shape == u.shape and x.dtype == u.dtype == torch.float32
         d = ((x - u) * STD).abs()  # in [0, 1] pixel units
         total, worst, n = total + d.sum().item(), max(worst, d.max().item()), n + d.numel()
-    assert total / n <= 0.01 / 255 and worst <= max_diff + 1e-6, (total / n * 255, worst * 255)
+    assert total / n <= mean_diff / 255 and worst <= (max_diff + 1e-4) / 255, (total / n * 255, worst * 255)
     # Bit for bit the batches of the torchvision transforms MaybeToTensor stands for.
     same = T.Compose([*tf.transforms[:2], T.ToTensor(), tf.transforms[3]])
     for (x, y), (u, v) in zip(ours, batches(native(val_root, same, batch_size=32))):
@@ -76,7 +78,7 @@ def test_uint8_eval_transforms_match_torch(val_root, kw):
     for (x, y), (u, v) in zip(ours, theirs):
         assert torch.equal(y, v) and x.shape == u.shape and x.dtype == u.dtype == torch.uint8
         d = (x.int() - u.int()).abs()
-        assert d.float().mean() <= 0.01 and d.max() <= 1  # the eval chain's bound (docs/PARITY.md)
+        assert d.float().mean() <= 1 and d.max() <= 2  # bilinear: the eval chain's bound (docs/PARITY.md)
 
 
 # ---- train without auto-augment ----------------------------------------------------------
@@ -165,6 +167,135 @@ def test_pixel_erasing_draws_standard_normal_values(val_root):
     assert abs(vals.mean().item()) < 0.05 and abs(vals.std().item() - 1) < 0.05
 
 
+# ---- timm's RandAugment and AutoAugment: timm_augment ------------------------------------
+
+# Every op timm's rand / auto policies use (NAME_TO_OP), at levels inside and beyond the
+# default bound; GaussianBlurRand's radius is continuous (checked by law below).
+EXACT_OPS = [n for n in timm_aa.NAME_TO_OP if n != "GaussianBlurRand"]
+PIL_FILTERS = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}
+IMG_MEAN = (124, 116, 104)
+
+
+def _decoded(val_root, tmp_path, n, crop):
+    """n corpus photos decoded and cropped natively, as uint8 HWC tensors."""
+    files = sorted(val_root.glob("*/*.JPEG"))[:n]
+    lst = tmp_path / "list.txt"
+    lst.write_text("".join(f"{str(f)[1:]} 0\n" for f in files))
+    return lst
+
+
+def _native_timm(lst, n, crop, seed=5, **args):
+    pipe = Pipeline(batch_size=n, num_threads=2, seed=seed)
+    with pipe:
+        enc, _ = fn.file_reader(file_list=str(lst), file_root="/")
+        img = fn.crop(fn.image_decoder(enc, output_type="rgb"), crop=crop)
+        pipe.set_outputs(img, fn.timm_augment(img, **args))
+    return pipe.run()
+
+
+def _timm_outcomes(pil, name, magnitude, hparams, interp, monkeypatch):
+    """What timm's AugmentOp(name) at this magnitude can give `pil` (each sign of the level)."""
+    outs = []
+    for u in (0.0, 0.9):  # _randomly_negate: random.random() > 0.5 negates
+        monkeypatch.setattr(timm_aa.random, "random", lambda: u)
+        level_fn = timm_aa.LEVEL_TO_ARG[name]
+        args = level_fn(magnitude, hparams) if level_fn is not None else ()
+        monkeypatch.undo()
+        outs.append(np.asarray(timm_aa.NAME_TO_OP[name](pil, *args, fillcolor=IMG_MEAN, resample=PIL_FILTERS[interp])))
+    return outs
+
+
+@pytest.mark.parametrize("interp", ["bicubic", "bilinear", "nearest"])
+def test_every_timm_op_is_exact(val_root, tmp_path, monkeypatch, interp):
+    n, crop = 3, [56, 72]
+    lst = _decoded(val_root, tmp_path, n, crop)
+    hparams = {"translate_const": 30, "img_mean": IMG_MEAN, "translate_pct": 0.45}
+    for name in EXACT_OPS:
+        for magnitude in (3.7, 9, 10):
+            images, out = _native_timm(lst, n, crop, ops=[name], probabilities=[1.0], magnitudes=[float(magnitude)],
+                                       num_layers=1, interpolation=[interp], fill=[float(v) for v in IMG_MEAN],
+                                       translate_const=30.0)
+            for a, b in zip(images, out):
+                outs = _timm_outcomes(Image.fromarray(a.numpy()), name, float(magnitude), hparams, interp, monkeypatch)
+                assert any(np.array_equal(b.numpy(), o) for o in outs), \
+                    f"{name} at {magnitude} ({interp}): max diff {min(np.abs(b.numpy().astype(int) - o).max() for o in outs)}"
+
+
+def _law_folder(root, aug, crop=48):
+    return torchvision.datasets.ImageFolder(str(root), T.Compose([T.CenterCrop(crop), aug, T.PILToTensor()]))
+
+
+def _means(dl, batches):
+    stats = []
+    for b, (x, _) in enumerate(dl):
+        stats += list(x.float().flatten(1).mean(1).numpy())
+        if b + 1 == batches:
+            break
+    return np.array(stats)
+
+
+def _same_law(a, b, c_alpha=1.949):
+    """Two-sample Kolmogorov-Smirnov at alpha = 0.001."""
+    grid = np.sort(np.concatenate([a, b]))
+    d = np.abs(np.searchsorted(np.sort(a), grid, side="right") / len(a) -
+               np.searchsorted(np.sort(b), grid, side="right") / len(b)).max()
+    return d <= c_alpha * np.sqrt((len(a) + len(b)) / (len(a) * len(b)))
+
+
+@pytest.mark.parametrize("config", ["rand-m9-mstd0.5-inc1", "rand-m7-n3-mstd101-p0.8", "rand-m9-mstd0.5-tweights",
+                                    "rand-m10-n2-t3aw", "original-mstd0.5", "v0r", "3a"])
+def test_timm_policies_are_native_with_timms_law(val_root, config):
+    hparams = {"translate_const": 21, "img_mean": IMG_MEAN}
+    aug = (rand_augment_transform if config.startswith("rand") else auto_augment_transform)(config, dict(hparams))
+    ds = _law_folder(val_root, aug)
+    ours = _means(native(val_root, ds.transform, batch_size=16, seed=2, shuffle=False), 10)
+    random.seed(0), np.random.seed(0)
+    theirs = _means(DataLoader(ds, batch_size=16), 10)
+    plain = _means(DataLoader(_law_folder(val_root, T.Lambda(lambda x: x)), batch_size=16), 10)
+    assert _same_law(ours, theirs), config
+    assert not np.allclose(ours, plain)
+
+
+def test_rand_augment_sample_is_a_timm_outcome(val_root, tmp_path, monkeypatch):
+    """Fixed magnitude (no noise), two layers of p = 0.5: every native sample is one of the images
+    timm can make from the same input (no op, one op, or two, each with either sign)."""
+    ra = rand_augment_transform("rand-m9-n2", {"img_mean": IMG_MEAN, "interpolation": Image.BILINEAR})
+    n, crop = 6, [40, 48]
+    lst = _decoded(val_root, tmp_path, n, crop)
+    from habana_dataloader._timm import as_torchvision
+    op = as_torchvision(ra)[0]
+    assert op.op == "timm_augment" and op.args["magnitudes"] == [9.0] * 15, op.args
+    images, out = _native_timm(lst, n, crop, seed=7, **op.args)
+    hparams = ra.ops[0].hparams
+    names = [o.name for o in ra.ops]
+    changed = 0
+    for a, b in zip(images, out):
+        pil = Image.fromarray(a.numpy())
+        want = b.numpy()
+        found = np.array_equal(np.asarray(pil), want)
+        firsts = [Image.fromarray(o) for name in names
+                  for o in _timm_outcomes(pil, name, 9.0, hparams, "bilinear", monkeypatch)]
+        for first in firsts:
+            if found:
+                break
+            found = np.array_equal(np.asarray(first), want) or any(
+                np.array_equal(o, want) for name in names
+                for o in _timm_outcomes(first, name, 9.0, hparams, "bilinear", monkeypatch))
+        assert found, "no timm outcome equals the sample"
+        changed += not np.array_equal(a.numpy(), want)
+    assert changed > 0
+
+
+def test_deit_train_transform_is_native_and_seeded(val_root):
+    tf = create_transform(input_size=96, is_training=True, color_jitter=0.3, auto_augment="rand-m9-mstd0.5-inc1",
+                          interpolation="bicubic", re_prob=0.25, re_mode="pixel", re_count=1)
+    a = batches(native(val_root, tf, batch_size=16, seed=3, shuffle=True))[:3]
+    b = batches(native(val_root, tf, batch_size=16, seed=3, shuffle=True))[:3]
+    for (x, y), (u, v) in zip(a, b):
+        assert torch.equal(x, u) and torch.equal(y, v)
+    assert a[0][0].shape == (16, 3, 96, 96) and a[0][0].dtype == torch.float32
+
+
 # ---- what falls back, and why ------------------------------------------------------------
 
 def _reason(root, tf):
@@ -174,11 +305,14 @@ def _reason(root, tf):
 
 
 def test_fallback_reasons_name_timms_transforms(val_root):
-    train = create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1", re_prob=0.25,
+    train = create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2", re_prob=0.25,
                              interpolation="bicubic")
     r = _reason(val_root, train)
-    assert r.startswith("timm RandAugment (rand-m9-mstd0.5-inc1): timm's op set (") and "SolarizeAdd" in r, r
+    assert r.startswith("timm AugMixAugment (width 4, depth 2, alpha 1.0): timm's op set"), r
     assert "RandomErasing" not in r and "RandomResizedCrop" not in r and "ToTensor" not in r, r
+    ra = rand_augment_transform("rand-m9-mstd0.5", {"interpolation": Image.LANCZOS})
+    r = _reason(val_root, T.Compose([T.CenterCrop(64), ra, T.PILToTensor()]))
+    assert r.startswith("timm RandAugment (rand-m9-mstd0.5): resampling (1,)"), r
     r = _reason(val_root, create_transform(224, is_training=True, interpolation="random"))
     assert r == ("timm RandomResizedCropAndInterpolation(interpolation='random'): a random choice of bilinear or "
                  "bicubic per image has no native mapping"), r

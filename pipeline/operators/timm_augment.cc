@@ -1,0 +1,140 @@
+// timm_augment: timm's RandAugment and AutoAugment on PIL images, natively (draws and ops in
+// timm_augment_policy.h).
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "pipeline/operators/op_util.h"
+#include "pipeline/operators/timm_augment_policy.h"
+#include "pipeline/registry.h"
+#include "pipeline/spec.h"
+
+namespace hdl {
+namespace {
+
+// Two scratch images per thread (the steps ping-pong between them and end in the output) and
+// the blur's line buffers.
+struct TimmAugmentState final : OpState {
+  std::vector<uint8_t> scratch[2];
+  kernels::PilBlurWorkspace blur;
+};
+
+kernels::WarpFilter parse_filter(const std::string& name) {
+  if (name == "nearest") return kernels::WarpFilter::kNearest;
+  if (name == "bilinear") return kernels::WarpFilter::kBilinear;
+  if (name == "bicubic") return kernels::WarpFilter::kBicubic;
+  throw ConfigError("argument \"interpolation\": each filter must be \"nearest\", \"bilinear\" or \"bicubic\", got \"" +
+                    name + "\"");
+}
+
+class TimmAugmentOp final : public Operator {
+ public:
+  explicit TimmAugmentOp(const NodeSpec& n) {
+    p_.policy = n.get_string("policy") == "auto_augment" ? TimmAugmentParams::Policy::kAutoAugment
+                                                         : TimmAugmentParams::Policy::kRandAugment;
+    for (const std::string& name : n.get_strings("ops")) p_.ops.push_back(parse_timm_op(name));
+    p_.probabilities = n.get_floats("probabilities");
+    p_.magnitudes = n.get_floats("magnitudes");
+    for (int64_t g : n.get_ints("groups")) p_.groups.push_back(static_cast<int>(g));
+    p_.num_layers = static_cast<int>(n.get_int("num_layers"));
+    p_.weights = n.get_floats("weights");
+    p_.magnitude_std = n.get_float("magnitude_std");
+    p_.magnitude_uniform = n.get_bool("magnitude_uniform");
+    p_.magnitude_max = n.get_float("magnitude_max");
+    p_.translate_pct = n.get_float("translate_pct");
+    p_.translate_const = n.get_float("translate_const");
+    p_.filters.clear();
+    for (const std::string& f : n.get_strings("interpolation")) p_.filters.push_back(parse_filter(f));
+    validate(p_);
+    // timm hands fillcolor to Pillow as given: img_mean, ints in [0, 255].
+    for (double f : n.get_floats("fill")) fill_.push_back(static_cast<uint8_t>(std::trunc(f)));
+  }
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
+    ops::require_hwc(in[0], {DType::kU8}, {1, 3});
+    ops::check_fill(std::vector<double>(fill_.begin(), fill_.end()), ops::dim(in[0], 2));
+    return {in[0]};
+  }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    const std::vector<TimmStep> steps = draw_timm_augment(p_, in.shape[0], in.shape[1], io.rng());
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, DType::kU8, Layout::kHWC));
+    if (steps.empty()) {
+      copy(in, out);
+      return Status::ok();
+    }
+    auto& state = *static_cast<TimmAugmentState*>(io.state());
+    ConstTensorView cur = in;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      TensorView dst = out;
+      if (i + 1 < steps.size()) {
+        std::vector<uint8_t>& buf = state.scratch[i % 2];
+        buf.resize(in.num_bytes());
+        dst = TensorView(buf.data(), in.shape, DType::kU8, Layout::kHWC);
+      }
+      HDL_RETURN_IF_ERROR(apply_timm_step(steps[i], cur, dst, fill_, state.blur));
+      cur = dst;
+    }
+    return Status::ok();
+  }
+
+  std::unique_ptr<OpState> make_state() const override { return std::make_unique<TimmAugmentState>(); }
+
+ private:
+  TimmAugmentParams p_;
+  std::vector<uint8_t> fill_;
+};
+
+}  // namespace
+
+OpSchema timm_augment_schema() {
+  OpSchema s;
+  s.name = "timm_augment";
+  s.doc = "timm's RandAugment and AutoAugment (timm.data.auto_augment: what create_transform(auto_augment="
+          "'rand-m9-mstd0.5-inc1', 'original', ...) builds) on HWC uint8 images (1 or 3 channels), with "
+          "Pillow's pixels, as timm applies them to PIL images. Each op (timm's names: AutoContrast, Equalize, "
+          "Invert, Rotate, Posterize[Increasing|Original], Solarize[Increasing], SolarizeAdd, Color, Contrast, "
+          "Brightness, Sharpness (and their Increasing forms), ShearX/Y, TranslateX/Y[Rel], Desaturate, "
+          "GaussianBlur[Rand]) is applied when random() <= its probability, at its magnitude plus Gaussian "
+          "noise (magnitude_std) or uniformly in [0, magnitude] (magnitude_uniform), clamped to [0, "
+          "magnitude_max or 10], through timm's level functions; signed levels get a fair sign, geometric ops "
+          "a random filter among `interpolation`. rand_augment draws num_layers ops per image (uniformly with "
+          "replacement, or by `weights` without); auto_augment draws one sub-policy (`groups`).";
+  s.inputs = {{"images", "HWC uint8, 1 or 3 channels"}};
+  s.outputs = {{"images", "same shape"}};
+  s.uses_randomness = true;
+  s.args = {
+      {"policy", ArgType::kString, ArgValue("rand_augment"), "how ops are drawn",
+       one_of({"rand_augment", "auto_augment"})},
+      {"ops", ArgType::kStrings, std::nullopt, "timm's op names, in order (auto_augment: sub-policies back to back)"},
+      {"probabilities", ArgType::kFloats, std::nullopt, "per op: the probability it applies", in_range(0, 1)},
+      {"magnitudes", ArgType::kFloats, std::nullopt, "per op: its magnitude (level) before noise", in_range(-1e6, 1e6)},
+      {"groups", ArgType::kInts, ArgValue(std::vector<int64_t>{}),
+       "auto_augment: the number of ops of each sub-policy", in_range(1, 64)},
+      {"num_layers", ArgType::kInt, ArgValue(2), "rand_augment: ops drawn per image", in_range(0, 64)},
+      {"weights", ArgType::kFloats, ArgValue(std::vector<double>{}),
+       "rand_augment: [] draws ops uniformly with replacement; else one weight per op, drawn without "
+       "replacement",
+       at_least(0)},
+      {"magnitude_std", ArgType::kFloat, ArgValue(0.0), "std of Gaussian noise added to the magnitude",
+       in_range(0, 1e6)},
+      {"magnitude_uniform", ArgType::kBool, ArgValue(false),
+       "draw the magnitude uniformly in [0, magnitude] (timm's mstd above 100 or inf)"},
+      {"magnitude_max", ArgType::kFloat, ArgValue(0.0), "upper clamp of the level (0: 10, timm's default)",
+       in_range(0, 1e6)},
+      {"translate_pct", ArgType::kFloat, ArgValue(0.45), "TranslateXRel/YRel: fraction of the size at level 10",
+       in_range(-1e6, 1e6)},
+      {"translate_const", ArgType::kFloat, ArgValue(250.0), "TranslateX/Y: pixels at level 10", in_range(-1e6, 1e6)},
+      {"interpolation", ArgType::kStrings, ArgValue(std::vector<std::string>{"bicubic"}),
+       "geometric ops' Pillow filter, or several to choose from per op (timm's default: bilinear and bicubic)",
+       list_size({1, 2, 3})},
+      {"fill", ArgType::kFloats, ArgValue(std::vector<double>{128.0, 128.0, 128.0}),
+       "colour outside the image after geometric ops (timm's img_mean): [v] or one per channel",
+       all_of({list_size({1, 3}), in_range(0, 255)})},
+  };
+  s.create = [](const NodeSpec& n) { return std::make_unique<TimmAugmentOp>(n); };
+  return s;
+}
+
+}  // namespace hdl
