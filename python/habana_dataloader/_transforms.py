@@ -1,7 +1,8 @@
 """torchvision datasets and transforms -> a pipeline graph, or the reason it cannot be one.
 
 The mapping keeps torchvision's semantics: ImageFolder's own ``samples`` (paths, labels and
-order), PIL-stage transforms in order (the leading RandomResizedCrop / Resize / CenterCrop
+order; timm's ImageDataset: its reader's, _timm_data.py; a ReturnIndexDataset's labels are
+the indices), PIL-stage transforms in order (the leading RandomResizedCrop / Resize / CenterCrop
 fused into the decoder, which then decodes only the region it needs), ToTensor + Normalize
 as one crop_mirror_normalize pass to float32 CHW, then tensor-stage RandomErasing. Random
 application (RandomGrayscale, RandomSolarize, RandomInvert, RandomApply) is the operators'
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 import copy
 import random
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 import torchvision.transforms as T
@@ -28,6 +30,7 @@ from torchvision.datasets.folder import default_loader, pil_loader
 from . import fn
 from ._graph import DataNode
 from ._timm import CountedErasing, NativeOp, Unmapped, as_torchvision as _timm_as_torchvision
+from ._timm_data import image_dataset_class as _timm_image_dataset, image_dataset_samples as _timm_samples, is_fast_collate
 
 
 class Unsupported(Exception):
@@ -81,24 +84,98 @@ def peel_subsets(dataset: Any) -> Tuple[Any, Optional[List[int]]]:
     return ds, indices
 
 
-def unwrap_dataset(dataset: Any) -> Tuple[DatasetFolder, Optional[List[int]]]:
-    """The ImageFolder/DatasetFolder under any Subsets, and the index map they make; raises
-    Unsupported listing every reason it is not one the pipeline can read."""
+@dataclass
+class ImageSource:
+    """What the native path reads for an image dataset: its files and labels in dataset order."""
+
+    dataset: Any  # the dataset under any Subsets: a DatasetFolder or timm's ImageDataset
+    samples: Sequence[Tuple[str, Any]]  # (path, target) per dataset index
+    transform: Any
+    indices: Optional[List[int]]  # the index map the Subsets make (None: no Subset)
+    label: str = "target"  # what dataset[i] returns beside the image: "target", or "index" (i itself)
+    none_target: Optional[int] = None  # what a None target becomes (timm: -1); None: it is not native
+
+
+def unwrap_dataset(dataset: Any) -> ImageSource:
+    """The ImageFolder/DatasetFolder or timm ImageDataset under any Subsets, as the native path
+    reads it; raises Unsupported listing every reason it is not one the pipeline can read (with
+    ``source`` set when the dataset is one of them, so its transform can still be checked)."""
     ds, indices = peel_subsets(dataset)
-    if not isinstance(ds, DatasetFolder):
-        raise Unsupported(f"the dataset is a {type(ds).__name__}, not a torchvision ImageFolder/DatasetFolder (or a Subset of one)")
-    reasons = []
-    if type(ds).__getitem__ is not DatasetFolder.__getitem__:
-        reasons.append(f"{type(ds).__name__} overrides __getitem__")
-    if ds.loader not in (default_loader, pil_loader):
-        reasons.append(f"the dataset's loader is {getattr(ds.loader, '__name__', ds.loader)!r}, not torchvision's default image loader")
-    if ds.target_transform is not None:
-        reasons.append("target_transform is set")
+    timm_dataset = _timm_image_dataset()
+    reasons: List[str] = []
+    none_target = None
+    if isinstance(ds, DatasetFolder):
+        base, samples = DatasetFolder, ds.samples
+        if ds.loader not in (default_loader, pil_loader):
+            reasons.append(f"the dataset's loader is {getattr(ds.loader, '__name__', ds.loader)!r}, not torchvision's default image loader")
+        if ds.target_transform is not None:
+            reasons.append("target_transform is set")
+    elif timm_dataset is not None and isinstance(ds, timm_dataset):
+        base, none_target = timm_dataset, -1  # timm's __getitem__: a None target is -1
+        samples, reasons = _timm_samples(ds)
+    else:
+        raise Unsupported(f"the dataset is a {type(ds).__name__}, not a torchvision ImageFolder/DatasetFolder or a "
+                          "timm ImageDataset (or a Subset of one)")
+    label = _getitem_label(type(ds), base)
+    if label is None:
+        reasons.insert(0, f"{type(ds).__name__} overrides __getitem__")
+    if samples and len(ds) != len(samples):
+        reasons.append(f"len() of the {type(ds).__name__} is {len(ds)}, but it has {len(samples)} samples")
+    source = ImageSource(ds, samples, getattr(ds, "transform", None), indices, label or "target", none_target)
     if reasons:
         e = Unsupported(reasons)
-        e.dataset = ds  # its transform can still be checked, to list every blocker
+        e.source = source
         raise e
-    return ds, indices
+    return source
+
+
+class _ReturnIndex:
+    """DINO's eval_knn.py ReturnIndexDataset (an ImageFolder subclass): the index in place of
+    the label."""
+
+    def __getitem__(self, idx):
+        img, lab = super(_ReturnIndex, self).__getitem__(idx)
+        return img, idx
+
+
+class _ReturnIndexZeroArg:
+    """The same, written with super()."""
+
+    def __getitem__(self, idx):
+        img, lab = super().__getitem__(idx)
+        return img, idx
+
+
+def _getitem_label(cls: type, base: type) -> Optional[str]:
+    """What ``cls.__getitem__`` returns beside the image: "target" (``base``'s own), "index"
+    (a ReturnIndexDataset: ``base``'s image with the index in place of the label; compared as
+    bytecode, names and constants, with ``super`` the builtin starting from the class that
+    defines it and ``base.__getitem__`` the method it finds), or None (anything else)."""
+    getitem = base.__dict__["__getitem__"]
+    if cls.__getitem__ is getitem:
+        return "target"
+    mro = cls.__mro__
+    at = next(i for i, c in enumerate(mro) if "__getitem__" in c.__dict__)
+    owner, f = mro[at], mro[at].__dict__["__getitem__"]
+    if next((c.__dict__["__getitem__"] for c in mro[at + 1:] if "__getitem__" in c.__dict__), None) is not getitem:
+        return None
+    code = getattr(f, "__code__", None)
+    if code is None or f.__globals__.get("super", super) is not super:
+        return None
+    for ref in (_ReturnIndex.__getitem__, _ReturnIndexZeroArg.__getitem__):
+        r = ref.__code__
+        if (code.co_code != r.co_code or code.co_consts != r.co_consts or code.co_argcount != r.co_argcount or
+                code.co_kwonlyargcount or (code.co_flags ^ r.co_flags) & 0xFFFF or
+                len(code.co_names) != len(r.co_names) or code.co_freevars != r.co_freevars):
+            continue
+        # Either form has a __class__ cell: the class whose body defined the method.
+        same = f.__closure__[0].cell_contents is owner
+        if len(r.co_names) == 3:  # super(Name, self): Name is that class too
+            same = same and code.co_names[::2] == r.co_names[::2] and f.__globals__.get(code.co_names[1]) is owner
+        else:
+            same = same and code.co_names == r.co_names
+        return "index" if same else None
+    return None
 
 
 # The known transforms. A subclass maps as its base when it inherits how the base transforms
@@ -710,11 +787,49 @@ def _post_collate_ref_global(batch):
     return _post_collate_fn(*default_collate(batch))
 
 
-def post_collate(collate_fn: Any) -> Optional[Callable[..., Any]]:
-    """``f`` when ``collate_fn`` is ``lambda batch: f(*default_collate(batch))`` (a def or a
+class PostCollate(NamedTuple):
+    """What the native path does with default_collate's batch for a collate_fn."""
+
+    f: Callable[..., Any]  # called as f(*batch); its result is the loader's batch
+    seeded: bool  # f draws random numbers: torch's and Python's RNGs are seeded per batch around it
+
+
+def _fast_collate_batch(images: torch.Tensor, targets: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """timm's fast_collate's batch, from default_collate's of the same uint8 images and int
+    targets: the same tensors (uint8 NCHW, int64), as a tuple."""
+    return images, targets
+
+
+def _fast_collate_reasons(transform: Any) -> List[str]:
+    """Why fast_collate's batch of samples made by `transform` is not default_collate's as a
+    tuple (none when the transform has no native mapping at all: image_graph lists that)."""
+    if views_of(transform) is not None:
+        return ["collate_fn timm fast_collate with a transform returning several views (it batches one uint8 image "
+                "per sample, and fails on a list)"]
+    try:
+        float_out = _split(transform)[1]
+    except Unsupported:
+        return []
+    if float_out:
+        return ["collate_fn timm fast_collate of float images (it copies them into a uint8 tensor, truncating; "
+                "uint8 images from PILToTensor or timm's ToNumpy / MaybePILToTensor are native)"]
+    return []
+
+
+def post_collate(collate_fn: Any, source: Optional[ImageSource]) -> Optional[PostCollate]:
+    """What the native path does for a collate_fn other than default_collate, or None when it
+    cannot. ``f`` when ``collate_fn`` is ``lambda batch: f(*default_collate(batch))`` (a def or a
     lambda, ``f`` a closure variable or a global: the references' and timm-free recipes' way
-    to apply MixUp/CutMix), else None. The native path makes default_collate's batch itself,
-    so it calls f on it."""
+    to apply MixUp/CutMix): the native path makes default_collate's batch itself, so it calls f
+    on it. timm's ``fast_collate`` of the single uint8 image an image `source`'s transform makes
+    per sample: default_collate's batch as a tuple (raises Unsupported for anything else)."""
+    if is_fast_collate(collate_fn):
+        if source is None:
+            raise Unsupported("collate_fn timm fast_collate is native for image datasets only")
+        reasons = _fast_collate_reasons(source.transform)
+        if reasons:
+            raise Unsupported(reasons)
+        return PostCollate(_fast_collate_batch, seeded=False)
     code = getattr(collate_fn, "__code__", None)
     if code is None or code.co_argcount != 1 or code.co_kwonlyargcount or code.co_flags & 0x0C:
         return None
@@ -730,5 +845,5 @@ def post_collate(collate_fn: Any) -> Optional[Callable[..., Any]]:
             f = collate_fn.__closure__[0].cell_contents
         else:
             f = glob.get(code.co_names[0])
-        return f if callable(f) else None
+        return PostCollate(f, seeded=True) if callable(f) else None
     return None

@@ -1,7 +1,8 @@
 """HabanaDataLoader: a drop-in for torch.utils.data.DataLoader (a subclass of it).
 
-A torchvision ImageFolder/DatasetFolder (or a Subset of one) whose transform the pipeline can
-express runs natively: threads instead of worker processes, no pickling, no per-sample Python.
+A torchvision ImageFolder/DatasetFolder or a timm ImageDataset over an image folder (or a
+Subset of one; or DINO's ReturnIndexDataset, an ImageFolder returning the index in place of the
+label) whose transform the pipeline can express runs natively: threads instead of worker processes, no pickling, no per-sample Python.
 So does a habana_dataloader.VideoFolder whose transform is None or one of its clip transforms
 (video_reader over the folder's videos; the sampler's indices are clip indices).
 Anything else runs torch's own DataLoader code (the loader *is* one: the same iterators,
@@ -15,7 +16,7 @@ drop_last and generator behave as in torch; the base seed and the permutation ar
 torch's iterators draw them (the permutation at ``iter()`` with workers, at the first
 ``next()`` without), and persistent_workers=True draws no new base seed after the first
 epoch. Labels are the dataset's own ``samples``; batches are ``[images, labels]`` lists, as
-torch's default_collate makes them.
+torch's default_collate makes them (timm's fast_collate: the same tensors as a tuple).
 
 One C++ pipeline serves the loader's whole life: its file list is the dataset in dataset
 order (file list line i is ``dataset[i]``), and each ``iter(loader)`` hands it that epoch's
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import operator
 import os
 import random
 import tempfile
@@ -39,8 +41,9 @@ import numpy as np
 import torch
 from torch.utils.data import BatchSampler, DataLoader
 from torch.utils.data._utils.collate import default_collate
+from torch.utils.data._utils.pin_memory import pin_memory as _pin_memory
 
-from ._transforms import Unsupported, image_graph, post_collate, unwrap_dataset, views_of
+from ._transforms import ImageSource, PostCollate, Unsupported, image_graph, post_collate, unwrap_dataset, views_of
 from .video import VideoPlan, find_video_folder, video_plan
 from ._graph import collect
 from .pipeline import Pipeline
@@ -259,15 +262,11 @@ class HabanaDataLoader(DataLoader[T_co]):
         reasons: List[str] = []
         if a["batch_size"] is None and a["batch_sampler"] is None:
             reasons.append("batch_size=None (no automatic batching)")
-        self._post = None  # f of a collate_fn that is f(*default_collate(batch)): MixUp/CutMix
-        if a["collate_fn"] not in (None, default_collate):
-            self._post = post_collate(a["collate_fn"])
-            if self._post is None:
-                reasons.append("a collate_fn other than default_collate (or f(*default_collate(batch))) is given")
         bs = self.batch_sampler
         if bs is not None and type(bs) is not BatchSampler:
             reasons.append(f"batch_sampler is a {type(bs).__name__}, not torch's BatchSampler")
         base = None
+        source: Optional[ImageSource] = None
         self._video: Optional[VideoPlan] = None  # a VideoFolder's native mapping
         self._order_map: Optional[np.ndarray] = None  # loader dataset index -> pipeline sample
         video = find_video_folder(a["dataset"])
@@ -280,23 +279,37 @@ class HabanaDataLoader(DataLoader[T_co]):
                 reasons += e.reasons
         else:
             try:
-                base, self._index_map = unwrap_dataset(a["dataset"])
-                folder = base
+                source = unwrap_dataset(a["dataset"])
             except Unsupported as e:
                 reasons += e.reasons
-                folder = getattr(e, "dataset", None)  # a folder with other blockers: check its transform too
-            if folder is not None:
+                source = getattr(e, "source", None)  # a dataset with other blockers: check its transform too
+            if source is not None:
                 try:
-                    self._wire = image_graph(folder.transform, jpeg_index_mb=self.jpeg_index_mb)
-                    self._multi_view = views_of(folder.transform) is not None
+                    self._wire = image_graph(source.transform, jpeg_index_mb=self.jpeg_index_mb)
+                    self._multi_view = views_of(source.transform) is not None
                 except Unsupported as e:
                     reasons += e.reasons
+        # What a collate_fn other than default_collate does to default_collate's batch:
+        # f(*default_collate(batch)) (MixUp/CutMix), timm's fast_collate (a tuple).
+        self._post: Optional[PostCollate] = None
+        if a["collate_fn"] not in (None, default_collate):
+            try:
+                self._post = post_collate(a["collate_fn"], source)
+                if self._post is None:
+                    reasons.append("a collate_fn other than default_collate, f(*default_collate(batch)) or timm's "
+                                   "fast_collate is given")
+            except Unsupported as e:
+                reasons += e.reasons
         if reasons:
             raise Unsupported(reasons)
-        self._samples = base.samples
-        if self._video is not None and self._index_map is not None:
-            # The pipeline's samples are the VideoFolder's clips; a Subset's indices map onto them.
-            self._order_map = np.asarray(self._index_map, dtype=np.int64)
+        self._source = source
+        if self._video is not None:
+            self._samples = base.samples
+            if self._index_map is not None:
+                # The pipeline's samples are the VideoFolder's clips; a Subset's indices map onto them.
+                self._order_map = np.asarray(self._index_map, dtype=np.int64)
+        else:
+            self._samples, self._index_map = source.samples, source.indices
         self._batch_size = bs.batch_size
         self._last_batch = "drop" if bs.drop_last else "partial"
         if len(a["dataset"]) == 0:
@@ -338,9 +351,14 @@ class HabanaDataLoader(DataLoader[T_co]):
             self._drop_pipeline()
 
     def _write_list(self) -> str:
+        """The pipeline's file list: line i is the file and label of dataset[i] (through any
+        Subset; for a ReturnIndexDataset the label is the index it returns)."""
         fd, path = tempfile.mkstemp(prefix="hdl_files_", suffix=".txt")
         samples = self._samples
         imap = None if self._video is not None else self._index_map  # video: every video, in order
+        source = self._source
+        index_label = source is not None and source.label == "index"
+        none_target = source.none_target if source is not None else None
         try:
             with os.fdopen(fd, "w") as f:
                 for i in (imap if imap is not None else range(len(samples))):
@@ -348,7 +366,15 @@ class HabanaDataLoader(DataLoader[T_co]):
                     p = os.path.abspath(p)
                     if "\n" in p:
                         raise Unsupported(f"a file name contains a newline: {p!r}")
-                    f.write(f"{p[1:]} {int(label)}\n")
+                    if index_label:
+                        label = i
+                    elif label is None and none_target is not None:
+                        label = none_target
+                    try:
+                        label = operator.index(label)
+                    except TypeError:
+                        raise Unsupported(f"sample {i} ({p!r}) has the target {label!r}, not an int") from None
+                    f.write(f"{p[1:]} {label}\n")
         except BaseException:
             _unlink(path)
             raise
@@ -646,28 +672,29 @@ class _NativeIter:
         if self.loader._device is not None:
             batch = _apply(batch, self._to_device)
         elif self.loader._pin:
-            batch = _apply(batch, self._pinned)
+            # torch's own pinning: it also makes a list of a tuple batch (fast_collate's, MixUp's).
+            batch = _pin_memory(batch, self.loader._pin_device)
         if self.yielded >= self.num_batches:
             self._finish()
         return batch  # default_collate makes a list of a batch of tuples
 
     def _post_collate(self, batch: List[Any], k: int) -> Any:
-        """The collate_fn's f(*batch), with torch's and Python's global RNGs seeded for this
-        (seed, epoch, batch), as a worker process's would be, and restored after: MixUp's
-        draws repeat with the seed and never shift the training script's own random numbers."""
+        """The collate_fn's f(*batch); one that draws random numbers (``seeded``) runs with
+        torch's and Python's global RNGs seeded for this (seed, epoch, batch), as a worker
+        process's would be, and restored after: MixUp's draws repeat with the seed and never
+        shift the training script's own random numbers."""
+        post = self.loader._post
+        if not post.seeded:
+            return post.f(*batch)
         state = np.random.SeedSequence([self.seed, self.epoch, k]).generate_state(2, dtype=np.uint64)
         py_state = random.getstate()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(state[0]) & _SEED_MASK)
             random.seed(int(state[1]))
             try:
-                return self.loader._post(*batch)
+                return post.f(*batch)
             finally:
                 random.setstate(py_state)
-
-    def _pinned(self, t: torch.Tensor) -> torch.Tensor:
-        d = self.loader._pin_device
-        return t.pin_memory(d) if d else t.pin_memory()
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         # A non_blocking copy is asynchronous only from pinned memory; torch's caching host
