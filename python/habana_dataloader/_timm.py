@@ -20,6 +20,11 @@ transform is rewritten as one, so the torchvision mapping (_transforms.py) does 
   (per-element standard normal) for 'pixel'; a fixed count > 1 is that many rectangles bound
   to one draw of p. 'rand' (one normal colour per channel) and a random count stay unmapped.
   ``num_splits`` acts on batches only and ``device`` only says where noise is drawn.
+- ``RandAugment`` and ``AutoAugment`` (timm's own, of timm's ``AugmentOp``) -> the
+  ``timm_augment`` operator (a NativeOp): the ops by name with their probabilities and
+  magnitudes, and the hyper-parameters all ops share (magnitude noise, mmax, translation,
+  resampling, fill); ops that differ in those, resampling other than nearest / bilinear /
+  bicubic, or an op class or function that is not timm's stay unmapped. ``AugMixAugment`` too.
 """
 
 from __future__ import annotations
