@@ -146,6 +146,11 @@ class _ReturnIndexZeroArg:
         return img, idx
 
 
+# The code flags that matter in a comparison: not __future__ flags (above 0xFFFF), nor
+# CO_NESTED (0x10: a class defined inside a function).
+_CODE_FLAGS = 0xFFFF & ~0x10
+
+
 def _getitem_label(cls: type, base: type) -> Optional[str]:
     """What ``cls.__getitem__`` returns beside the image: "target" (``base``'s own), "index"
     (a ReturnIndexDataset: ``base``'s image with the index in place of the label; compared as
@@ -165,7 +170,7 @@ def _getitem_label(cls: type, base: type) -> Optional[str]:
     for ref in (_ReturnIndex.__getitem__, _ReturnIndexZeroArg.__getitem__):
         r = ref.__code__
         if (code.co_code != r.co_code or code.co_consts != r.co_consts or code.co_argcount != r.co_argcount or
-                code.co_kwonlyargcount or (code.co_flags ^ r.co_flags) & 0xFFFF or
+                code.co_kwonlyargcount or (code.co_flags ^ r.co_flags) & _CODE_FLAGS or
                 len(code.co_names) != len(r.co_names) or code.co_freevars != r.co_freevars):
             continue
         # Either form has a __class__ cell: the class whose body defined the method.
