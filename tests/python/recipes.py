@@ -5,9 +5,11 @@ Each entry builds ``(dataset, loader_kwargs)`` for an ImageFolder root. The tran
 the recipes' published code (classes re-typed here with the same behaviour, since the
 recipes are not packages): pytorch/examples imagenet; torchvision's classification
 references (presets.py with their auto-augment, random-erasing and MixUp/CutMix options, and
-``weights.transforms()``); DINO; MoCo v2 and v3; BYOL; SimCLR. timm's create_transform (and
-the recipes built on it: DeiT, MAE fine-tuning) needs timm, which is not a dependency: those
-are built by timm_recipes() (listed in TIMM_RECIPES) only where timm is installed.
+``weights.transforms()``); DINO (training multi-crop, and eval_knn.py's ReturnIndexDataset);
+MoCo v2 and v3; BYOL; SimCLR. timm's create_transform (and the recipes built on it: DeiT, MAE
+fine-tuning) and timm's own train.py / validate.py loaders (create_dataset's ImageDataset,
+fast_collate) need timm, which is not a dependency: those are built by timm_recipes() (listed
+in TIMM_RECIPES) only where timm is installed.
 
     PYTHONPATH=build/python /usr/bin/python3 tests/python/recipes.py [--root DIR] [--bench]
 
@@ -205,6 +207,14 @@ def _byol_like(blur_p, solarize_p, use_pil_blur=True):
         T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
 
 
+class ReturnIndexDataset(torchvision.datasets.ImageFolder):
+    """DINO eval_knn.py: the index in place of the label (to gather the features by index)."""
+
+    def __getitem__(self, idx):
+        img, lab = super(ReturnIndexDataset, self).__getitem__(idx)
+        return img, idx
+
+
 # ---- the recipes' loaders ----------------------------------------------------------------
 
 Builder = Callable[[str], Tuple[Any, Dict[str, Any]]]
@@ -255,6 +265,10 @@ def recipes() -> Dict[str, Builder]:
         "BYOL two views": _plain(TwoCropsTransform(_byol_like(1.0, 0.0, use_pil_blur=False),
                                                    _byol_like(0.1, 0.2, use_pil_blur=False)), shuffle=True),
         "SimCLR pairs": _plain(TwoCropsSame(simclr), shuffle=True),
+        # eval_knn.py: Resize(256, interpolation=3), the features of train and val in index order.
+        "DINO eval_knn ReturnIndexDataset": lambda root: (
+            ReturnIndexDataset(root, T.Compose([T.Resize(256, interpolation=BICUBIC), T.CenterCrop(224), T.ToTensor(),
+                                                T.Normalize(MEAN, STD)])), {"pin_memory": True}),
     }
 
 
@@ -262,8 +276,24 @@ def recipes() -> Dict[str, Builder]:
 # MAE apply timm's Mixup to the batch in their training loop, not in the loader): measured only
 # where timm is installed (tests/python/test_timm.py, or this script run with timm).
 TIMM_RECIPES = ["timm create_transform train (rand-m9-mstd0.5-inc1, reprob 0.25)", "timm eval",
-                "timm create_transform train (default)", "DeiT train", "MAE fine-tune train"]
-TIMM_MIN_NATIVE = 2  # timm eval, train (default); the rest wait on timm's RandAugment
+                "timm create_transform train (default)", "DeiT train", "MAE fine-tune train",
+                "timm train.py (ImageDataset, prefetcher: ToNumpy + fast_collate)",
+                "timm validate.py (ImageDataset, prefetcher: ToNumpy + fast_collate)"]
+TIMM_MIN_NATIVE = 7  # all: timm's RandAugment (timm_augment), ImageDataset and fast_collate are native
+
+
+def _timm_folder(transform, split: str, **kw) -> Builder:
+    """timm's create_dataset('', root) (an ImageDataset over the folder, in timm's order) with
+    the transform create_loader gives it, and fast_collate (create_loader's collate_fn with the
+    prefetcher, timm's default: PrefetchLoader then normalises, and erases, on the GPU)."""
+    from timm.data import create_dataset
+    from timm.data.loader import fast_collate
+
+    def build(root):
+        ds = create_dataset("", root=root, split=split, is_training=split == "train")
+        ds.transform = transform
+        return ds, dict(kw, collate_fn=fast_collate)
+    return build
 
 
 def timm_recipes() -> Dict[str, Builder]:
@@ -284,6 +314,11 @@ def timm_recipes() -> Dict[str, Builder]:
         TIMM_RECIPES[2]: _plain(create_transform(224, is_training=True), shuffle=True),
         TIMM_RECIPES[3]: _plain(deit, shuffle=True, drop_last=True),
         TIMM_RECIPES[4]: _plain(mae, shuffle=True, drop_last=True),
+        # train.py / validate.py with their defaults (--aa None, --reprob 0, prefetcher on).
+        TIMM_RECIPES[5]: _timm_folder(create_transform(224, is_training=True, use_prefetcher=True), "train",
+                                      shuffle=True, drop_last=True),
+        TIMM_RECIPES[6]: _timm_folder(create_transform(224, crop_pct=0.875, interpolation="bicubic",
+                                                       use_prefetcher=True), "validation"),
     }
 
 
