@@ -315,7 +315,21 @@ def _flatten(t: Any) -> List[Any]:
     if inner is not None and inner is not t:
         return _flatten(inner)
     timm = _timm_as_torchvision(t)  # timm's classes as the torchvision transforms they equal
-    return [t] if timm is None else timm
+    return [t] if timm is None else [_from(x, t) for x in timm]
+
+
+def _from(x: Any, original: Any) -> Any:
+    """`x`, a stand-in for `original` (what runs in Python when x's place is in a Python tail)."""
+    if not isinstance(x, (Unmapped, NativeOp)) and x is not original:
+        x._hdl_original = original
+    return x
+
+
+def _original(x: Any) -> Any:
+    """What a flattened transform stands for, to run in Python."""
+    if isinstance(x, (Unmapped, NativeOp)):
+        return x.transform
+    return getattr(x, "_hdl_original", x)
 
 
 _FLIPS = (T.RandomHorizontalFlip, T.RandomVerticalFlip)
@@ -645,11 +659,143 @@ def _pad(padding: Any, fill: Any, mode: str, x: DataNode) -> DataNode:
     return fn.pad(x, padding=pads, padding_mode=mode, fill=fills)
 
 
-def _plan_view(transform: Any, fuse: bool, jpeg_index_mb: Optional[int]):
+# ---- a Python tail: what cannot be mapped runs per sample inside the pipeline ---------------
+
+_TAIL_DTYPES = {"ToTensor": "float32", "MaybeToTensor": "float32", "PILToTensor": "uint8", "MaybePILToTensor": "uint8",
+                "ToNumpy": "uint8"}
+
+
+class PythonTail:
+    """Transforms that cannot be mapped, run by a python_function per sample on the CHW uint8
+    image before them (as a PIL image); returns a PIL image as HWC uint8 (`dtype` "uint8",
+    native transforms follow) or the tensor the transforms end in (`dtype` its dtype). Python's,
+    numpy's and torch's global RNGs are seeded from the sample's own draw (the pipeline's
+    stream: a seed repeats the batches) and restored after, so the training script's random
+    numbers do not move. Calls are serialised (they share the global RNGs); the native stages
+    around them run in parallel."""
+
+    def __init__(self, transforms: List[Any], dtype: str, returns_image: bool, reasons: List[str]):
+        import threading
+        self.transforms, self.dtype, self.returns_image, self.reasons = transforms, dtype, returns_image, reasons
+        self._lock = threading.Lock()
+
+    def names(self) -> List[str]:
+        return [type(t).__name__ for t in self.transforms]
+
+    def __call__(self, chw: Any, seed: Any) -> Any:
+        import numpy as np
+        from PIL import Image
+        hwc = np.ascontiguousarray(np.asarray(chw).transpose(1, 2, 0))
+        img = Image.fromarray(hwc[:, :, 0] if hwc.shape[2] == 1 else hwc)
+        s = int(np.asarray(seed).reshape(-1)[0])
+        with self._lock:
+            py_state, np_state = random.getstate(), np.random.get_state()
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(s)
+                random.seed(s)
+                np.random.seed(s)
+                try:
+                    for t in self.transforms:
+                        img = t(img)
+                finally:
+                    random.setstate(py_state)
+                    np.random.set_state(np_state)
+        if not self.returns_image:
+            got = str(getattr(img, "dtype", type(img).__name__)).replace("torch.", "")
+            if got != self.dtype:
+                raise TypeError(f"{', '.join(self.names())} returned {got} where {self.dtype} was expected (the "
+                                "dtype of the last tensor conversion among them)")
+            return img
+        if not isinstance(img, Image.Image) or img.mode not in ("RGB", "L"):
+            raise TypeError(f"{', '.join(self.names())} returned {type(img).__name__} "
+                            f"{getattr(img, 'mode', '')}where an RGB or L PIL image was expected")
+        out = np.asarray(img)
+        return out[:, :, None] if out.ndim == 2 else out
+
+
+def _tail_dtype(tail: List[Any]) -> Optional[str]:
+    """The dtype a tail of transforms ends in (its last tensor conversion), or None if none."""
+    dtype = None
+    for t in tail:
+        name = type(t).__name__
+        if isinstance(t, T.ConvertImageDtype):
+            dtype = {torch.float32: "float32", torch.uint8: "uint8", torch.float64: "float64"}.get(t.dtype)
+        elif name in _TAIL_DTYPES:
+            dtype = _TAIL_DTYPES[name]
+        # Anything else is taken to keep the dtype (PythonTail checks it on every result).
+    return dtype
+
+
+def _try_plan(transforms: List[Any], fuse: bool, jpeg_index_mb: Optional[int]):
+    try:
+        return _plan_view(T.Compose(transforms), fuse, jpeg_index_mb)
+    except Unsupported:
+        return None
+
+
+def _plan_with_tail(transform: Any, fuse: bool, jpeg_index_mb: Optional[int], blockers: List[str]):
+    """_plan_view's plan for a transform some of which cannot be mapped: the longest leading run
+    of mappable PIL-stage transforms natively (ending in a uint8 CHW image), then in Python
+    (PythonTail) the transforms up to the last that cannot be mapped, then natively again the
+    longest mappable rest (a tensor conversion, Normalize, RandomErasing, ...) when there is
+    one, else everything after the native start in Python. Raises Unsupported (`blockers`,
+    and why no Python tail) when that cannot work."""
+    if not _has("python_function") or not _has("random_uniform"):
+        raise Unsupported(blockers)
+    ts = _flatten(transform)
+    j = 0
+    while j < len(ts) and not isinstance(ts[j], Unmapped) and (_kind(ts[j]) in _PIL_STAGE or recipe_op(ts[j]) is not None):
+        j += 1
+    head = None
+    while head is None:  # the longest prefix that plans (a RandomApply it cannot take, an argument it refuses)
+        head = _try_plan(ts[:j] + [T.PILToTensor()], fuse, jpeg_index_mb)
+        if head is None:
+            if j == 0:
+                raise Unsupported(blockers)
+            j -= 1
+    dec_args, before = head
+    # The shortest Python middle after which the rest plans natively (it then gets a PIL image).
+    rest = None
+    m = j + 1
+    while m < len(ts) and _tail_dtype([_original(t) for t in ts[j:m]]) is None:
+        rest = _try_plan(ts[m:], False, None)
+        if rest is not None:
+            break
+        m += 1
+    if rest is None:
+        m = len(ts)
+    middle = [_original(t) for t in ts[j:m]]
+    if rest is not None:
+        run = PythonTail(middle, "uint8", True, list(blockers))
+        layout = "HWC"
+    else:
+        dtype = _tail_dtype(middle)
+        if dtype is None:
+            raise Unsupported(blockers + ["no Python tail either: its output dtype is not known (no ToTensor / "
+                                          "PILToTensor / ConvertImageDtype after the transforms that cannot be mapped)"])
+        run = PythonTail(middle, dtype, False, list(blockers))
+        layout = "CHW"
+
+    def wire(x: DataNode) -> DataNode:
+        seed = fn.random_uniform(range=[0.0, 16777216.0])  # exact integers in float32
+        y = fn.python_function(before(x), seed, function=run, dtype=run.dtype, output_layout=layout)
+        return rest[1](y) if rest is not None else y
+
+    wire.python_tail = run
+    return dec_args, wire
+
+
+def _plan_view(transform: Any, fuse: bool, jpeg_index_mb: Optional[int], tail: bool = False):
     """(image_decoder arguments, a function wiring the rest onto decoded images) for one
     view. With `fuse`, the leading crop/resize go into the decoder (it then decodes only the
-    region it needs); without, the decoder decodes whole images for several views to share."""
-    pil, float_out, normalize, erasing = _split(transform)
+    region it needs); without, the decoder decodes whole images for several views to share.
+    With `tail`, transforms that cannot be mapped run in Python (_plan_with_tail)."""
+    try:
+        pil, float_out, normalize, erasing = _split(transform)
+    except Unsupported as e:
+        if not tail:
+            raise
+        return _plan_with_tail(transform, fuse, jpeg_index_mb, e.reasons)
     dec_args, taken = _fused_decoder(pil if fuse else [])
     if jpeg_index_mb is not None and _has("image_decoder", "index_cache_mb"):
         dec_args["index_cache_mb"] = int(jpeg_index_mb)
@@ -753,19 +899,24 @@ def views_of(t: Any) -> Optional[List[Any]]:
     return [v.transform for v in out]
 
 
-def image_graph(transform: Any, jpeg_index_mb: Optional[int] = None) -> Callable[[DataNode], List[DataNode]]:
+def image_graph(transform: Any, jpeg_index_mb: Optional[int] = None,
+                python_tail: bool = False) -> Callable[[DataNode], List[DataNode]]:
     """A function wiring ``transform`` onto encoded bytes, checked now (raises Unsupported
     listing every blocker), returning one node per view (one, or a multi-view wrapper's).
-    ``jpeg_index_mb``: the decoder's index_cache_mb (None: its default)."""
+    ``jpeg_index_mb``: the decoder's index_cache_mb (None: its default). ``python_tail``:
+    transforms that cannot be mapped run in Python inside the pipeline (PythonTail) after the
+    mappable ones before them; the function's ``python_tails`` lists them (empty: none)."""
     _require("image_decoder")
     views = views_of(transform)
     if views is None:
-        dec_args, after = _plan_view(transform, True, jpeg_index_mb)
-        return lambda encoded: [after(fn.image_decoder(encoded, **dec_args))]
+        dec_args, after = _plan_view(transform, True, jpeg_index_mb, python_tail)
+        wire = lambda encoded: [after(fn.image_decoder(encoded, **dec_args))]  # noqa: E731
+        wire.python_tails = [after.python_tail] if hasattr(after, "python_tail") else []
+        return wire
     plans, reasons = [], []
     for v in views:
         try:
-            plans.append(_plan_view(v, False, None))
+            plans.append(_plan_view(v, False, None, python_tail))
         except Unsupported as e:
             reasons += [r for r in e.reasons if r not in reasons]
     if reasons:
@@ -776,6 +927,7 @@ def image_graph(transform: Any, jpeg_index_mb: Optional[int] = None) -> Callable
         x = fn.image_decoder(encoded, **dec_args)  # decoded once, shared by the views
         return [after(x) for _, after in plans]
 
+    wire.python_tails = [after.python_tail for _, after in plans if hasattr(after, "python_tail")]
     return wire
 
 

@@ -166,6 +166,14 @@ class HabanaDataLoader(DataLoader[T_co]):
             is slower), and later epochs entropy-decode only the blocks around each crop (same
             pixels). About 11% of a file's size for a full index; the budget is shared out
             over the dataset, with coarser indexes when it is small.
+        python_tail: transforms that have no native mapping (a recipe's own class, one
+            torchvision transform the pipeline lacks) do not send the loader back to torch:
+            decode and the mappable transforms run natively, those run in Python inside the
+            pipeline, per sample, on a PIL image (``python_transforms`` names them). Their calls
+            are serialised (the global RNGs are seeded per sample from the pipeline's stream,
+            so a seed repeats the batches, and restored after), so a heavy one bounds the
+            loader's rate where torch's worker processes would run it in parallel: off by
+            default.
 
     torch's arguments on the native path: ``timeout`` is a deadline per batch (RuntimeError
     "DataLoader timed out after N seconds", as torch's); ``num_workers`` sets the thread count
@@ -183,7 +191,7 @@ class HabanaDataLoader(DataLoader[T_co]):
                  pin_memory_device: str = "", threads: Optional[int] = None,
                  device: Optional[str] = None, seed: Optional[int] = None,
                  on_error: str = "raise", strict: bool = False, jpeg_index_mb: int = 512,
-                 **torch_kwargs: Any):
+                 python_tail: bool = False, **torch_kwargs: Any):
         unknown = sorted(set(torch_kwargs) - _TORCH_PARAMS)
         if unknown:
             raise TypeError(f"HabanaDataLoader.__init__() got an unexpected keyword argument {unknown[0]!r}")
@@ -207,6 +215,7 @@ class HabanaDataLoader(DataLoader[T_co]):
             warnings.simplefilter("always")
             super().__init__(**targs)
         self.jpeg_index_mb = jpeg_index_mb
+        self.python_tail = bool(python_tail)
         self.threads = threads if threads is not None else (num_workers if num_workers > 0 else 0)
         self.device, self.seed, self.on_error, self.strict = device, seed, on_error, strict
         self._device = _resolve_device(device)
@@ -226,6 +235,7 @@ class HabanaDataLoader(DataLoader[T_co]):
         self._list_path: Optional[str] = None
         self.fallback_reason: Optional[str] = None
         self.native_notes: List[str] = []
+        self.python_transforms: List[str] = []  # those run in Python inside the pipeline (a Python tail)
         #: operators the native pipeline runs as CUDA kernels (device="cuda"); [] otherwise
         self.gpu_ops: List[str] = []
         self._gpu_tail = False
@@ -245,9 +255,15 @@ class HabanaDataLoader(DataLoader[T_co]):
             for w in torch_warnings:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             return
+        tails = getattr(getattr(self, "_wire", None), "python_tails", [])
+        self.python_transforms = [name for tail in tails for name in tail.names()]
+        if tails:
+            self.native_notes.append(
+                f"{', '.join(self.python_transforms)} run in Python inside the pipeline, per sample and one at a "
+                f"time (decode and the other transforms run natively), because: {'; '.join(tails[0].reasons)}")
         if worker_init_fn is not None:
-            self.native_notes.append("worker_init_fn is not called: the native path has no worker processes and "
-                                     "runs no Python per sample (augmentations draw from the pipeline's seed)")
+            self.native_notes.append("worker_init_fn is not called: the native path has no worker processes "
+                                     "(augmentations draw from the pipeline's seed)")
         if multiprocessing_context is not None:
             self.native_notes.append("multiprocessing_context is not used: the native path starts threads, not processes")
         if bool(pin_memory) and not self._pin:
@@ -285,7 +301,10 @@ class HabanaDataLoader(DataLoader[T_co]):
                 source = getattr(e, "source", None)  # a dataset with other blockers: check its transform too
             if source is not None:
                 try:
-                    self._wire = image_graph(source.transform, jpeg_index_mb=self.jpeg_index_mb)
+                    # A Python tail for what cannot be mapped, unless the loader falls back anyway
+                    # (then every blocker of the transform is listed too).
+                    self._wire = image_graph(source.transform, jpeg_index_mb=self.jpeg_index_mb,
+                                             python_tail=self.python_tail and not reasons)
                     self._multi_view = views_of(source.transform) is not None
                 except Unsupported as e:
                     reasons += e.reasons
