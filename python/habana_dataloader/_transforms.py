@@ -8,8 +8,10 @@ as one crop_mirror_normalize pass to float32 CHW, then tensor-stage RandomErasin
 application (RandomGrayscale, RandomSolarize, RandomInvert, RandomApply) is the operators'
 ``probability`` argument; a RandomApply of several transforms binds one coin_flip to all of
 them (one draw: all or none). timm's transforms enter as the torchvision transforms they
-equal (_timm.py), or with the reason they have none. Every operator and fused decoder argument is
-looked up in the registry at run time; what is missing becomes a fallback reason.
+equal (_timm.py), or with the reason they have none; torchvision.transforms.v2's as the v1
+transforms they equal on PIL images (_v2.py), or with the reason they have none. Every
+operator and fused decoder argument is looked up in the registry at run time; what is
+missing becomes a fallback reason.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from torchvision.datasets.folder import default_loader, pil_loader
 from . import fn
 from ._graph import DataNode
 from ._timm import CountedErasing, NativeOp, Unmapped, as_torchvision as _timm_as_torchvision
+from ._v2 import as_v1 as _v2_as_v1
 from ._timm_data import image_dataset_class as _timm_image_dataset, image_dataset_samples as _timm_samples, is_fast_collate
 
 
@@ -315,6 +318,9 @@ def _flatten(t: Any) -> List[Any]:
     if inner is not None and inner is not t:
         return _flatten(inner)
     timm = _timm_as_torchvision(t)  # timm's classes as the torchvision transforms they equal
+    v1 = _v2_as_v1(t) if timm is None else None  # transforms.v2's as the v1 transforms they equal
+    if v1 is not None:
+        return [y for x in v1 for y in _flatten(_from(x, t))]
     return [t] if timm is None else [_from(x, t) for x in timm]
 
 
