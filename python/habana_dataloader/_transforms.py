@@ -963,15 +963,19 @@ def _fast_collate_batch(images: torch.Tensor, targets: torch.Tensor) -> Tuple[to
     return images, targets
 
 
-def _fast_collate_reasons(transform: Any) -> List[str]:
+def _fast_collate_reasons(transform: Any, python_tail: bool) -> List[str]:
     """Why fast_collate's batch of samples made by `transform` is not default_collate's as a
-    tuple (none when the transform has no native mapping at all: image_graph lists that)."""
+    tuple. A transform with no native mapping throughout gets none without `python_tail`
+    (image_graph lists why), and one with it: the Python tail's dtype would decide the batch's."""
     if views_of(transform) is not None:
         return ["collate_fn timm fast_collate with a transform returning several views (it batches one uint8 image "
                 "per sample, and fails on a list)"]
     try:
         float_out = _split(transform)[1]
     except Unsupported:
+        if python_tail:
+            return ["collate_fn timm fast_collate with transforms run in Python (python_tail=True): only a transform "
+                    "mapped natively throughout is known to end in the uint8 images fast_collate batches"]
         return []
     if float_out:
         return ["collate_fn timm fast_collate of float images (it copies them into a uint8 tensor, truncating; "
@@ -979,17 +983,18 @@ def _fast_collate_reasons(transform: Any) -> List[str]:
     return []
 
 
-def post_collate(collate_fn: Any, source: Optional[ImageSource]) -> Optional[PostCollate]:
+def post_collate(collate_fn: Any, source: Optional[ImageSource], python_tail: bool = False) -> Optional[PostCollate]:
     """What the native path does for a collate_fn other than default_collate, or None when it
     cannot. ``f`` when ``collate_fn`` is ``lambda batch: f(*default_collate(batch))`` (a def or a
     lambda, ``f`` a closure variable or a global: the references' and timm-free recipes' way
     to apply MixUp/CutMix): the native path makes default_collate's batch itself, so it calls f
     on it. timm's ``fast_collate`` of the single uint8 image an image `source`'s transform makes
-    per sample: default_collate's batch as a tuple (raises Unsupported for anything else)."""
+    per sample: default_collate's batch as a tuple (raises Unsupported for anything else, and
+    for a transform that would need a Python tail: ``python_tail``, the loader's argument)."""
     if is_fast_collate(collate_fn):
         if source is None:
             raise Unsupported("collate_fn timm fast_collate is native for image datasets only")
-        reasons = _fast_collate_reasons(source.transform)
+        reasons = _fast_collate_reasons(source.transform, python_tail)
         if reasons:
             raise Unsupported(reasons)
         return PostCollate(_fast_collate_batch, seeded=False)

@@ -313,7 +313,7 @@ class HabanaDataLoader(DataLoader[T_co]):
         self._post: Optional[PostCollate] = None
         if a["collate_fn"] not in (None, default_collate):
             try:
-                self._post = post_collate(a["collate_fn"], source)
+                self._post = post_collate(a["collate_fn"], source, self.python_tail)
                 if self._post is None:
                     reasons.append("a collate_fn other than default_collate, f(*default_collate(batch)) or timm's "
                                    "fast_collate is given")

@@ -281,3 +281,20 @@ def test_fast_collate_fallback_reasons(timm_data, val_root):
         "collate_fn timm fast_collate with a transform returning several views")
     r = reason(torch.utils.data.TensorDataset(torch.zeros(4, 3)), batch_size=4, collate_fn=fast)
     assert r.endswith("; collate_fn timm fast_collate is native for image datasets only"), r
+
+
+class Tilt:  # no native mapping: with python_tail=True it runs in Python inside the pipeline
+    def __call__(self, img):
+        return img.rotate(3)
+
+
+@pytest.mark.parametrize("last", [T.ToTensor(), T.PILToTensor()], ids=["float", "uint8"])
+def test_fast_collate_refuses_a_python_tail(timm_data, val_root, last):
+    # The tail's dtype would decide the batch (a float tail: floats where fast_collate truncates to uint8).
+    ds = torchvision.datasets.ImageFolder(str(val_root), T.Compose([T.Resize(64), T.CenterCrop(56), Tilt(), last]))
+    fast = timm_data.loader.fast_collate
+    assert reason(ds, batch_size=4, collate_fn=fast, python_tail=True) == (
+        "collate_fn timm fast_collate with transforms run in Python (python_tail=True): only a transform mapped "
+        "natively throughout is known to end in the uint8 images fast_collate batches")
+    assert reason(ds, batch_size=4, collate_fn=fast) == "transform Tilt has no native mapping"
+    native(ds, batch_size=4, python_tail=True)  # default_collate takes the tail's dtype as it comes
