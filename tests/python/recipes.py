@@ -5,7 +5,8 @@ Each entry builds ``(dataset, loader_kwargs)`` for an ImageFolder root. The tran
 the recipes' published code (classes re-typed here with the same behaviour, since the
 recipes are not packages): pytorch/examples imagenet; torchvision's classification
 references (presets.py with their auto-augment, random-erasing and MixUp/CutMix options, and
-``weights.transforms()``); DINO (training multi-crop, and eval_knn.py's ReturnIndexDataset);
+``weights.transforms()``; with --use-v2 too, torchvision.transforms.v2, where torchvision has
+it: v2_recipes()); DINO (training multi-crop, and eval_knn.py's ReturnIndexDataset);
 MoCo v2 and v3; BYOL; SimCLR. timm's create_transform (and the recipes built on it: DeiT, MAE
 fine-tuning) and timm's own train.py / validate.py loaders (create_dataset's ImageDataset,
 fast_collate) need timm, which is not a dependency: those are built by timm_recipes() (listed
@@ -269,6 +270,109 @@ def recipes() -> Dict[str, Builder]:
         "DINO eval_knn ReturnIndexDataset": lambda root: (
             ReturnIndexDataset(root, T.Compose([T.Resize(256, interpolation=BICUBIC), T.CenterCrop(224), T.ToTensor(),
                                                 T.Normalize(MEAN, STD)])), {"pin_memory": True}),
+        **v2_recipes(),  # torchvision.transforms.v2's presets, where torchvision has v2
+    }
+
+
+# ---- torchvision references/classification with --use-v2 ---------------------------------
+# presets.py with use_v2=True: torchvision.transforms.v2, ToDtype(torch.float, scale=True) in
+# place of ConvertImageDtype, ToPureTensor last; backend "pil" (train.py's default: PILToTensor
+# after the PIL-stage transforms) or "tv_tensor" (ToImage first: tensor kernels from there on).
+# MixUp/CutMix: train.py's get_mixup_cutmix(use_v2=True) in its collate_fn.
+
+def _transforms_v2():
+    try:
+        from torchvision.transforms import v2
+    except ImportError:  # torchvision before 0.15 (Debian's 0.14)
+        return None
+    return v2
+
+
+class ClassificationPresetTrainV2:
+    """presets.py ClassificationPresetTrain(use_v2=True, backend=...)."""
+
+    def __init__(self, *, crop_size, mean=MEAN, std=STD, interpolation=BILINEAR, hflip_prob=0.5,
+                 auto_augment_policy=None, ra_magnitude=9, augmix_severity=3, random_erase_prob=0.0, backend="pil"):
+        v2 = _transforms_v2()
+        trans = [v2.ToImage()] if backend == "tv_tensor" else []
+        trans.append(v2.RandomResizedCrop(crop_size, interpolation=interpolation, antialias=True))
+        if hflip_prob > 0:
+            trans.append(v2.RandomHorizontalFlip(hflip_prob))
+        if auto_augment_policy is not None:
+            if auto_augment_policy == "ra":
+                trans.append(v2.RandAugment(interpolation=interpolation, magnitude=ra_magnitude))
+            elif auto_augment_policy == "ta_wide":
+                trans.append(v2.TrivialAugmentWide(interpolation=interpolation))
+            elif auto_augment_policy == "augmix":
+                trans.append(v2.AugMix(interpolation=interpolation, severity=augmix_severity))
+            else:
+                trans.append(v2.AutoAugment(policy=v2.AutoAugmentPolicy(auto_augment_policy),
+                                            interpolation=interpolation))
+        if backend == "pil":
+            trans.append(v2.PILToTensor())
+        trans.extend([v2.ToDtype(torch.float, scale=True), v2.Normalize(mean=mean, std=std)])
+        if random_erase_prob > 0:
+            trans.append(v2.RandomErasing(p=random_erase_prob))
+        trans.append(v2.ToPureTensor())
+        self.transforms = v2.Compose(trans)
+
+    def __call__(self, img):
+        return self.transforms(img)
+
+
+class ClassificationPresetEvalV2:
+    """presets.py ClassificationPresetEval(use_v2=True, backend=...)."""
+
+    def __init__(self, *, crop_size, resize_size=256, mean=MEAN, std=STD, interpolation=BILINEAR, backend="pil"):
+        v2 = _transforms_v2()
+        trans = [v2.ToImage()] if backend == "tv_tensor" else []
+        trans += [v2.Resize(resize_size, interpolation=interpolation, antialias=True), v2.CenterCrop(crop_size)]
+        if backend == "pil":
+            trans.append(v2.PILToTensor())
+        trans += [v2.ToDtype(torch.float, scale=True), v2.Normalize(mean=mean, std=std), v2.ToPureTensor()]
+        self.transforms = v2.Compose(trans)
+
+    def __call__(self, img):
+        return self.transforms(img)
+
+
+def mixup_cutmix_collate_v2(num_classes):
+    """train.py with --use-v2 --mixup-alpha 0.2 --cutmix-alpha 1.0."""
+    v2 = _transforms_v2()
+    mixup_cutmix = v2.RandomChoice([v2.MixUp(alpha=0.2, num_classes=num_classes),
+                                    v2.CutMix(alpha=1.0, num_classes=num_classes)])
+
+    def collate_fn(batch):
+        return mixup_cutmix(*default_collate(batch))
+
+    return collate_fn
+
+
+def _with_mixup_v2(transform) -> Builder:
+    def build(root):
+        ds = torchvision.datasets.ImageFolder(root, transform)
+        return ds, {"collate_fn": mixup_cutmix_collate_v2(len(ds.classes))}
+    return build
+
+
+def v2_recipes() -> Dict[str, Builder]:
+    """The references' loaders with --use-v2 (their names start with "v2 "); {} without v2."""
+    if _transforms_v2() is None:
+        return {}
+    train, evaluate = ClassificationPresetTrainV2, ClassificationPresetEvalV2
+    return {
+        "v2 references train (default)": _plain(train(crop_size=224), shuffle=True),
+        "v2 references train ta_wide + erasing + mixup (ResNet50 v2)": _with_mixup_v2(
+            train(crop_size=176, auto_augment_policy="ta_wide", random_erase_prob=0.1)),
+        "v2 references train ra": _plain(train(crop_size=224, auto_augment_policy="ra")),
+        "v2 references train augmix": _plain(train(crop_size=224, auto_augment_policy="augmix")),
+        "v2 references train autoaugment imagenet": _plain(train(crop_size=224, auto_augment_policy="imagenet")),
+        "v2 references train erasing": _plain(train(crop_size=224, random_erase_prob=0.25)),
+        "v2 references train mixup/cutmix": _with_mixup_v2(train(crop_size=224)),
+        "v2 references eval": _plain(evaluate(crop_size=224, resize_size=232)),
+        "v2 references train (tv_tensor backend)": _plain(train(crop_size=224, backend="tv_tensor"), shuffle=True),
+        "v2 references eval (tv_tensor backend)": _plain(evaluate(crop_size=224, resize_size=232,
+                                                                  backend="tv_tensor")),
     }
 
 
