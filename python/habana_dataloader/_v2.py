@@ -35,9 +35,10 @@ on corpus photos, tests/python/test_v2.py). The v1 transforms then map as ever
   float32(linspace(255, 0)): where v1's is an integer, v2's may lie just above it, and on PIL
   images (Pillow inverts pixels not below the threshold) that pixel value is then kept where
   v1 inverts it. RandAugment's default (magnitude 9 of 31 bins) is clear; TrivialAugmentWide's
-  31 bins are not (bins 2, 4, 6, 8, 16-28), nor are ``AutoAugment``'s three policies (bin 3 of
-  10: 170.000005), which stay unmapped. Their other ops run the same PIL kernels (checked op by
-  op against v1's _apply_op).
+  31 bins are not (bins 2, 4, 6, 8 and the even ones from 16 to 28: 238.000001 for 238 ...),
+  nor are ``AutoAugment``'s three policies (each uses bin 3 of 10: 170.000005 for 170), which
+  stay unmapped. Their other ops run the same PIL kernels (checked op by op against v1's
+  _apply_op); both draw ops, bins and signs with the same laws.
 - ``AugMix`` stays unmapped: on PIL images both run their ops on the uint8 tensor, and v2's
   tensor kernels (AutoContrast, Color, Sharpness, bilinear shear / rotate with a fill) differ
   from v1's by 1 level in places. ``GaussianBlur`` too: v2's kernel is a softmax of
