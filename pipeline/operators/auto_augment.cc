@@ -46,23 +46,11 @@ class AutoAugmentOp final : public Operator {
     const ConstTensorView& in = io.input(0);
     const std::vector<AugmentStep> steps = draw_augment(params_, in.shape[0], in.shape[1], io.rng());
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, DType::kU8, Layout::kHWC));
-    if (steps.empty()) {
-      copy(in, out);
-      return Status::ok();
-    }
     auto& state = *static_cast<AutoAugmentState*>(io.state());
-    ConstTensorView cur = in;
-    for (size_t i = 0; i < steps.size(); ++i) {
-      TensorView dst = out;
-      if (i + 1 < steps.size()) {
-        std::vector<uint8_t>& buf = state.scratch[i % 2];
-        buf.resize(in.num_bytes());
-        dst = TensorView(buf.data(), in.shape, DType::kU8, Layout::kHWC);
-      }
-      HDL_RETURN_IF_ERROR(apply_augment(steps[i], cur, dst, filter_, fill_));
-      cur = dst;
-    }
-    return Status::ok();
+    return ops::apply_steps(in, out, steps.size(), state.scratch,
+                            [&](size_t i, const ConstTensorView& src, const TensorView& dst) {
+                              return apply_augment(steps[i], src, dst, filter_, fill_);
+                            });
   }
 
   std::unique_ptr<OpState> make_state() const override { return std::make_unique<AutoAugmentState>(); }

@@ -65,6 +65,29 @@ ArgValidator odd_positive();
 /// not known yet, anything goes).
 void check_fill(const std::vector<double>& fill, int64_t channels, const char* arg = "fill");
 
+/// Applies `n` steps to the HWC uint8 image `in` in turn: step(i, src, dst) writes step i of
+/// src into dst (same shape, not overlapping: geometric ops cannot work in place). The last
+/// step writes `out`, the others one of the two `scratch` images, alternately; n == 0 copies.
+template <typename Step>
+Status apply_steps(const ConstTensorView& in, const TensorView& out, size_t n, std::vector<uint8_t> (&scratch)[2],
+                   Step&& step) {
+  if (n == 0) {
+    copy(in, out);
+    return Status::ok();
+  }
+  ConstTensorView cur = in;
+  for (size_t i = 0; i < n; ++i) {
+    TensorView dst = out;
+    if (i + 1 < n) {
+      scratch[i % 2].resize(in.num_bytes());
+      dst = TensorView(scratch[i % 2].data(), in.shape, DType::kU8, Layout::kHWC);
+    }
+    HDL_RETURN_IF_ERROR(step(i, cur, dst));
+    cur = dst;
+  }
+  return Status::ok();
+}
+
 /// The fused decoders' geometry arguments, shared by image_decoder and the video operators:
 /// random_crop, scale, ratio, attempts (RandomResizedCrop), resize, max_size, interpolation,
 /// antialias, pillow (Resize; pillow: PIL.Image.resize's arithmetic), center_crop (CenterCrop). `what` names the thing cropped ("image").

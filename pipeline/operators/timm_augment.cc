@@ -60,23 +60,11 @@ class TimmAugmentOp final : public Operator {
     const ConstTensorView& in = io.input(0);
     const std::vector<TimmStep> steps = draw_timm_augment(p_, in.shape[0], in.shape[1], io.rng());
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, in.shape, DType::kU8, Layout::kHWC));
-    if (steps.empty()) {
-      copy(in, out);
-      return Status::ok();
-    }
     auto& state = *static_cast<TimmAugmentState*>(io.state());
-    ConstTensorView cur = in;
-    for (size_t i = 0; i < steps.size(); ++i) {
-      TensorView dst = out;
-      if (i + 1 < steps.size()) {
-        std::vector<uint8_t>& buf = state.scratch[i % 2];
-        buf.resize(in.num_bytes());
-        dst = TensorView(buf.data(), in.shape, DType::kU8, Layout::kHWC);
-      }
-      HDL_RETURN_IF_ERROR(apply_timm_step(steps[i], cur, dst, fill_, state.blur));
-      cur = dst;
-    }
-    return Status::ok();
+    return ops::apply_steps(in, out, steps.size(), state.scratch,
+                            [&](size_t i, const ConstTensorView& src, const TensorView& dst) {
+                              return apply_timm_step(steps[i], src, dst, fill_, state.blur);
+                            });
   }
 
   std::unique_ptr<OpState> make_state() const override { return std::make_unique<TimmAugmentState>(); }

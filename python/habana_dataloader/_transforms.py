@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import copy
 import random
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 import torchvision.transforms as T
 from torch.utils.data import Subset
 from torch.utils.data._utils.collate import default_collate
 from torchvision.datasets import DatasetFolder
-from PIL import ImageFilter, ImageOps
+from PIL import Image, ImageFilter, ImageOps
 from torchvision.datasets.folder import default_loader, pil_loader
 
 from . import fn
@@ -681,7 +683,6 @@ class PythonTail:
     around them run in parallel."""
 
     def __init__(self, transforms: List[Any], dtype: str, returns_image: bool, reasons: List[str]):
-        import threading
         self.transforms, self.dtype, self.returns_image, self.reasons = transforms, dtype, returns_image, reasons
         self._lock = threading.Lock()
 
@@ -689,8 +690,6 @@ class PythonTail:
         return [type(t).__name__ for t in self.transforms]
 
     def __call__(self, chw: Any, seed: Any) -> Any:
-        import numpy as np
-        from PIL import Image
         hwc = np.ascontiguousarray(np.asarray(chw).transpose(1, 2, 0))
         img = Image.fromarray(hwc[:, :, 0] if hwc.shape[2] == 1 else hwc)
         s = int(np.asarray(seed).reshape(-1)[0])
