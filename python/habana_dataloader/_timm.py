@@ -140,7 +140,7 @@ def _augment_ops_args(ops: List[Any], where: str) -> Any:
     aa = sys.modules.get(_AA)
     name_to_op, level_to_arg = getattr(aa, "NAME_TO_OP", {}), getattr(aa, "LEVEL_TO_ARG", {})
     op_cls = getattr(aa, "AugmentOp", None)
-    shared = set()
+    shared, consts = set(), set()  # consts: translate_const, which only TranslateX / Y read
     for op in ops:
         if type(op) is not op_cls:
             return Unmapped(op, f"{where}: op {type(op).__name__} is not timm's AugmentOp")
@@ -153,11 +153,9 @@ def _augment_ops_args(ops: List[Any], where: str) -> Any:
         resample = tuple(resample) if isinstance(resample, (list, tuple)) else (resample,)
         fill = op.kwargs.get("fillcolor", (128, 128, 128))
         fill = tuple(fill) if isinstance(fill, (list, tuple)) else (fill,)
-        translate_const = hp.get("translate_const", 250) if op.name in ("TranslateX", "TranslateY") else None
-        shared.add((std, op.magnitude_max or 0, float(hp.get("translate_pct", 0.45)), translate_const, resample,
-                    fill))
-    consts = {s[3] for s in shared if s[3] is not None}
-    shared = {s[:3] + s[4:] for s in shared}
+        if op.name in ("TranslateX", "TranslateY"):
+            consts.add(hp.get("translate_const", 250))
+        shared.add((std, op.magnitude_max or 0, float(hp.get("translate_pct", 0.45)), resample, fill))
     if len(shared) > 1 or len(consts) > 1:
         return Unmapped(ops[0], f"{where}: its ops differ in magnitude noise, bounds, translation, resampling or "
                                 "fill (one set for all ops is native)")

@@ -21,6 +21,7 @@ from torchvision.datasets.folder import default_loader
 from torchvision.transforms.autoaugment import _apply_op
 
 from habana_dataloader import HabanaDataLoader, Pipeline, fn
+from laws import mean_values, same_law
 
 MODES = {"nearest": T.InterpolationMode.NEAREST, "bilinear": T.InterpolationMode.BILINEAR,
          "bicubic": T.InterpolationMode.BICUBIC}
@@ -164,22 +165,6 @@ def test_loader_is_native_and_exact(val_root):
     assert len(seen) >= 9, seen  # 64 draws over 14 ops: most show up unambiguously
 
 
-def same_law(a, b, c_alpha=1.949):
-    """Two-sample Kolmogorov-Smirnov at alpha = 0.001 (c(alpha) = sqrt(-ln(alpha / 2) / 2))."""
-    grid = np.sort(np.concatenate([a, b]))
-    d = np.abs(np.searchsorted(np.sort(a), grid, side="right") / len(a) -
-               np.searchsorted(np.sort(b), grid, side="right") / len(b)).max()
-    return d <= c_alpha * np.sqrt((len(a) + len(b)) / (len(a) * len(b)))
-
-
-def mean_values(loader, batches):
-    """Per sample: the mean of its pixel values."""
-    stats = []
-    for b, (x, _) in enumerate(loader):
-        stats += list(x.float().flatten(1).mean(1).numpy())
-        if b + 1 == batches:
-            break
-    return np.array(stats)
 
 
 @pytest.mark.parametrize("aug", [T.TrivialAugmentWide(), T.RandAugment(num_ops=2, magnitude=14),

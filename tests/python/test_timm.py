@@ -28,6 +28,7 @@ from timm.data.auto_augment import auto_augment_transform, rand_augment_transfor
 from timm.data.transforms import MaybeToTensor, RandomResizedCropAndInterpolation, ToTensor  # noqa: E402
 
 from habana_dataloader import HabanaDataLoader, Pipeline, fn  # noqa: E402
+from laws import mean_values, same_law  # noqa: E402
 
 STD = torch.tensor((0.229, 0.224, 0.225)).view(1, 3, 1, 1)
 
@@ -234,21 +235,6 @@ def _law_folder(root, aug, crop=48):
     return torchvision.datasets.ImageFolder(str(root), T.Compose([T.CenterCrop(crop), aug, T.PILToTensor()]))
 
 
-def _means(dl, batches):
-    stats = []
-    for b, (x, _) in enumerate(dl):
-        stats += list(x.float().flatten(1).mean(1).numpy())
-        if b + 1 == batches:
-            break
-    return np.array(stats)
-
-
-def _same_law(a, b, c_alpha=1.949):
-    """Two-sample Kolmogorov-Smirnov at alpha = 0.001."""
-    grid = np.sort(np.concatenate([a, b]))
-    d = np.abs(np.searchsorted(np.sort(a), grid, side="right") / len(a) -
-               np.searchsorted(np.sort(b), grid, side="right") / len(b)).max()
-    return d <= c_alpha * np.sqrt((len(a) + len(b)) / (len(a) * len(b)))
 
 
 @pytest.mark.parametrize("config", ["rand-m9-mstd0.5-inc1", "rand-m7-n3-mstd101-p0.8", "rand-m9-mstd0.5-tweights",
@@ -259,11 +245,11 @@ def test_timm_policies_are_native_with_timms_law(val_root, config):
     hparams = {"translate_const": 21, "img_mean": IMG_MEAN}
     aug = (rand_augment_transform if config.startswith("rand") else auto_augment_transform)(config, dict(hparams))
     ds = _law_folder(val_root, aug)
-    ours = _means(native(val_root, ds.transform, batch_size=16, seed=2, shuffle=False), 10)
+    ours = mean_values(native(val_root, ds.transform, batch_size=16, seed=2, shuffle=False), 10)
     random.seed(0), np.random.seed(0)
-    theirs = _means(DataLoader(ds, batch_size=16), 10)
-    plain = _means(DataLoader(_law_folder(val_root, T.Lambda(lambda x: x)), batch_size=16), 10)
-    assert _same_law(ours, theirs), config
+    theirs = mean_values(DataLoader(ds, batch_size=16), 10)
+    plain = mean_values(DataLoader(_law_folder(val_root, T.Lambda(lambda x: x)), batch_size=16), 10)
+    assert same_law(ours, theirs), config
     assert not np.allclose(ours, plain)
 
 

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, default_collate
 
 from habana_dataloader import HabanaDataLoader
 from habana_dataloader._v2 import as_v1
+from laws import mean_values, same_law
 
 try:
     from torchvision.transforms import v2
@@ -229,21 +230,6 @@ def test_eval_chains_match_torchs_v2(val_root):
         assert count == len(ds)
 
 
-def same_law(a, b, c_alpha=1.949):
-    """Two-sample Kolmogorov-Smirnov at alpha = 0.001 (c(alpha) = sqrt(-ln(alpha / 2) / 2))."""
-    grid = np.sort(np.concatenate([a, b]))
-    d = np.abs(np.searchsorted(np.sort(a), grid, side="right") / len(a) -
-               np.searchsorted(np.sort(b), grid, side="right") / len(b)).max()
-    return d <= c_alpha * np.sqrt((len(a) + len(b)) / (len(a) * len(b)))
-
-
-def mean_values(loader, batches=8):
-    stats = []
-    for b, (x, _) in enumerate(loader):
-        stats += list(x.float().flatten(1).mean(1).numpy())
-        if b + 1 == batches:
-            break
-    return np.array(stats)
 
 
 @needs_v2
