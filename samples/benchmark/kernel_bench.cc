@@ -8,6 +8,9 @@
 //   resize    the decoded photo's 300x280 central window -> 224x224 (a typical RandomResizedCrop)
 //   upscale   a 120x100 window -> 224x224
 //   eval      the photo -> shorter side 256 (the resnet-eval resize)
+//   pillow    the resize window -> 224x224 with ResizeOptions::pillow (Pillow's integer
+//             arithmetic, what HabanaDataLoader maps torchvision / timm PIL transforms to),
+//             bilinear and bicubic, and the eval resize with pillow bilinear
 //   cmn       224x224x3 uint8 -> float32 CHW normalised into a 256-image batch buffer (mirrored
 //             every other call, walking the buffer like a pipeline fills a batch)
 #include <algorithm>
@@ -78,6 +81,14 @@ int main(int argc, char** argv) {
   const TensorView dst_eval(out_eval.data(), {eval.h, eval.w, 3}, DType::kU8, Layout::kHWC);
   const double eval_us = best_us(reps, [&](int) { (void)kernels::resize(image, dst_eval, opt, ws); });
 
+  kernels::ResizeOptions pil_bilinear;
+  pil_bilinear.pillow = true;
+  kernels::ResizeOptions pil_bicubic = pil_bilinear;
+  pil_bicubic.filter = kernels::ResizeFilter::kCubic;
+  const double pil_lin = best_us(reps, [&](int) { (void)kernels::resize(win, dst, pil_bilinear, ws); });
+  const double pil_cub = best_us(reps, [&](int) { (void)kernels::resize(win, dst, pil_bicubic, ws); });
+  const double pil_eval = best_us(reps, [&](int) { (void)kernels::resize(image, dst_eval, pil_bilinear, ws); });
+
   // A 256-image float32 batch, written slot after slot as a pipeline does.
   constexpr int kBatch = 256;
   const size_t slot = 3 * 224 * 224;
@@ -93,7 +104,9 @@ int main(int argc, char** argv) {
   });
   std::printf("{\"photo\": \"%s\", \"size\": [%lld, %lld], \"resize_300x280_to_224_us\": %.1f, "
               "\"resize_120x100_to_224_us\": %.1f, \"resize_to_short_256_us\": %.1f, "
-              "\"crop_mirror_normalize_224_f32_us\": %.1f}\n",
-              argv[1], static_cast<long long>(H), static_cast<long long>(W), resize, upscale, eval_us, cmn);
+              "\"pillow_bilinear_300x280_to_224_us\": %.1f, \"pillow_bicubic_300x280_to_224_us\": %.1f, "
+              "\"pillow_bilinear_to_short_256_us\": %.1f, \"crop_mirror_normalize_224_f32_us\": %.1f}\n",
+              argv[1], static_cast<long long>(H), static_cast<long long>(W), resize, upscale, eval_us, pil_lin,
+              pil_cub, pil_eval, cmn);
   return 0;
 }

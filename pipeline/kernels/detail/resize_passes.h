@@ -9,7 +9,9 @@
 // Thread safety: pure functions; the workspace is per thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -140,8 +142,13 @@ template <typename T>
 // contracted), so results are bit-identical to the SSE2 paths on every machine.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HDL_RESIZE_AVX2 1
+// HDL_DISABLE_AVX2=1 in the environment keeps the baseline paths (tests run both; a user can
+// rule the AVX2 code out when chasing a difference).
 inline bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
+  static const bool has = [] {
+    const char* off = std::getenv("HDL_DISABLE_AVX2");
+    return __builtin_cpu_supports("avx2") && !(off && *off && std::strcmp(off, "0") != 0);
+  }();
   return has;
 }
 
@@ -412,6 +419,19 @@ inline uint8_t pil_clip8(int32_t v) {
   return static_cast<uint8_t>(v >> 22);
 }
 
+// Integer sums are exact in any order, so the vector paths below give the scalar ones' bytes.
+typedef int32_t V4i __attribute__((vector_size(16)));
+typedef int32_t V8i __attribute__((vector_size(32)));
+typedef uint8_t V8u8 __attribute__((vector_size(8)));
+
+// clip8 on vector lanes: the shifted sum clamped to [0, 255] (pil_clip8's three cases).
+template <typename V>
+[[gnu::always_inline]] inline V pil_shift_clamp(V v) {
+  v >>= 22;
+  v = v < 0 ? 0 : v;
+  return v > 255 ? 255 : v;
+}
+
 // One row resampled along x: src row `s` (element (x, c) at s[x * sx + c * sc]) into `out`
 // (dense, ax.out * C).
 inline void pil_h_row(const uint8_t* s, int64_t sx, int64_t sc, int64_t C, const AxisTable& ax,
@@ -427,31 +447,169 @@ inline void pil_h_row(const uint8_t* s, int64_t sx, int64_t sc, int64_t C, const
   }
 }
 
-// Output row y of the vertical pass over a plane, into `acc` (p.w * p.c sums, dense).
-inline void pil_v_row(const Plane<uint8_t>& p, const AxisTable& ay, const int32_t* k, int64_t y,
-                      int32_t* acc) {
-  const int32_t* ky = k + y * ay.taps;
-  const uint8_t* src = p.row(ay.start[y]);
-  const int64_t n = p.w * p.c;
-  for (int64_t j = 0; j < n; ++j) acc[j] = 1 << 21;
-  for (int t = 0; t < ay.taps; ++t) {
-    const uint8_t* s = src + t * p.sy;
-    const int32_t kt = ky[t];
-    if (p.dense()) {
-      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<int32_t>(s[j]) * kt;
-    } else {
-      for (int64_t x = 0; x < p.w; ++x)
-        for (int64_t c = 0; c < p.c; ++c) acc[x * p.c + c] += static_cast<int32_t>(s[x * p.sx + c * p.sc]) * kt;
+// Four bytes widened to four int32 lanes.
+inline V4i widen4(const uint8_t* p) {
+#if defined(__SSE2__)
+  int32_t word;
+  std::memcpy(&word, p, sizeof(word));
+  const __m128i z = _mm_setzero_si128();
+  return reinterpret_cast<V4i>(_mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(word), z), z));
+#else
+  V4u8 b;
+  std::memcpy(&b, p, sizeof(b));
+  return __builtin_convertvector(b, V4i);
+#endif
+}
+
+// pil_h_row on a dense RGB row: a pixel's three channels as four lanes (the fourth reads the
+// next pixel's first byte and is dropped), one 4-lane multiply-add per tap. Pixels whose taps
+// end at the row's last pixel, where the fourth lane would read past it, take the scalar loop
+// (as every pixel before `x` does).
+inline void pil_h_row_rgb(const uint8_t* __restrict__ s, int64_t in_w, const AxisTable& ax, const int32_t* k,
+                          uint8_t* __restrict__ out, int64_t x = 0) {
+  const int taps = ax.taps;
+  for (; x < ax.out; ++x) {
+    const int32_t* kx = k + x * taps;
+    const uint8_t* px = s + static_cast<int64_t>(ax.start[x]) * 3;
+    if (ax.start[x] + taps >= in_w) {
+      for (int c = 0; c < 3; ++c) {
+        int32_t acc = 1 << 21;
+        for (int t = 0; t < taps; ++t) acc += static_cast<int32_t>(px[t * 3 + c]) * kx[t];
+        out[x * 3 + c] = pil_clip8(acc);
+      }
+      continue;
     }
+    V4i acc = {1 << 21, 1 << 21, 1 << 21, 1 << 21};
+    for (int t = 0; t < taps; ++t) acc += kx[t] * widen4(px + t * 3);
+    acc = pil_shift_clamp(acc);
+    for (int c = 0; c < 3; ++c) out[x * 3 + c] = static_cast<uint8_t>(acc[c]);
   }
 }
 
+// Output row y of the vertical pass over a dense plane (n = w * c elements per row), clipped
+// straight into `out`, every tap summed in registers.
+inline void pil_v_row_dense(const uint8_t* __restrict__ src, int64_t sy, const int32_t* ky, int taps, int64_t n,
+                            uint8_t* __restrict__ out, int64_t j = 0) {
+  for (; j + 4 <= n; j += 4) {
+    V4i acc = {1 << 21, 1 << 21, 1 << 21, 1 << 21};
+    for (int t = 0; t < taps; ++t) acc += ky[t] * widen4(src + t * sy + j);
+    acc = pil_shift_clamp(acc);
+    for (int c = 0; c < 4; ++c) out[j + c] = static_cast<uint8_t>(acc[c]);
+  }
+  for (; j < n; ++j) {
+    int32_t acc = 1 << 21;
+    for (int t = 0; t < taps; ++t) acc += static_cast<int32_t>(src[t * sy + j]) * ky[t];
+    out[j] = pil_clip8(acc);
+  }
+}
+
+#ifdef HDL_RESIZE_AVX2
+// pil_h_row_rgb two pixels at a time: pixel x in the low four lanes, x + 1 in the high four.
+__attribute__((target("avx2"))) inline void pil_h_row_rgb_avx2(const uint8_t* __restrict__ s, int64_t in_w,
+                                                              const AxisTable& ax, const int32_t* k,
+                                                              uint8_t* __restrict__ out) {
+  const int taps = ax.taps;
+  auto vector_ok = [&](int64_t x) { return ax.start[x] + taps < in_w; };
+  const __m256i half = _mm256_set1_epi32(1 << 21);
+  int64_t x = 0;
+  for (; x + 1 < ax.out; x += 2) {
+    if (!vector_ok(x) || !vector_ok(x + 1)) break;
+    const int32_t* k0 = k + x * taps;
+    const int32_t* k1 = k0 + taps;
+    const uint8_t* s0 = s + static_cast<int64_t>(ax.start[x]) * 3;
+    const uint8_t* s1 = s + static_cast<int64_t>(ax.start[x + 1]) * 3;
+    __m256i acc = half;
+    for (int t = 0; t < taps; ++t) {
+      uint32_t a, b;
+      std::memcpy(&a, s0 + t * 3, 4);
+      std::memcpy(&b, s1 + t * 3, 4);
+      const __m256i px = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(uint64_t(a) | uint64_t(b) << 32)));
+      const __m256i w = _mm256_inserti128_si256(_mm256_set1_epi32(k0[t]), _mm_set1_epi32(k1[t]), 1);
+      acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(px, w));
+    }
+    // Shifted, then saturated to int16 and to uint8: pil_clip8 on every lane.
+    const __m256i v = _mm256_srai_epi32(acc, 22);
+    const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)),
+                                           _mm_setzero_si128());
+    const uint64_t both = static_cast<uint64_t>(_mm_cvtsi128_si64(bytes));
+    const uint32_t p0 = static_cast<uint32_t>(both), p1 = static_cast<uint32_t>(both >> 32);
+    std::memcpy(out + x * 3, &p0, 4);  // its fourth byte is pixel x + 1's first, written next
+    std::memcpy(out + x * 3 + 3, &p1, 3);
+  }
+  pil_h_row_rgb(s, in_w, ax, k, out, x);
+}
+
+// pil_v_row_dense sixteen columns at a time.
+__attribute__((target("avx2"))) inline void pil_v_row_dense_avx2(const uint8_t* __restrict__ src, int64_t sy,
+                                                                const int32_t* ky, int taps, int64_t n,
+                                                                uint8_t* __restrict__ out) {
+  const __m256i half = _mm256_set1_epi32(1 << 21);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m256i lo = half, hi = half;
+    for (int t = 0; t < taps; ++t) {
+      const uint8_t* r = src + t * sy + j;
+      const __m256i w = _mm256_set1_epi32(ky[t]);
+      lo = _mm256_add_epi32(lo, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r))), w));
+      hi = _mm256_add_epi32(hi, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + 8))), w));
+    }
+    // packs_epi32 interleaves the 128-bit halves (lo0-3 hi0-3 | lo4-7 hi4-7); the 64-bit
+    // permute puts them back in order before the uint8 pack.
+    const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_srai_epi32(lo, 22), _mm256_srai_epi32(hi, 22)), 0xD8);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
+                     _mm_packus_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1)));
+  }
+  pil_v_row_dense(src, sy, ky, taps, n, out, j);
+}
+#endif
+
+// One row of the horizontal pass: the vector path for dense RGB, else the scalar one.
+inline void pil_h(const Plane<uint8_t>& p, int64_t y, const AxisTable& ax, const int32_t* k, uint8_t* out) {
+  if (p.dense() && p.c == 3) {
+#ifdef HDL_RESIZE_AVX2
+    if (cpu_has_avx2()) return pil_h_row_rgb_avx2(p.row(y), p.w, ax, k, out);
+#endif
+    return pil_h_row_rgb(p.row(y), p.w, ax, k, out);
+  }
+  pil_h_row(p.row(y), p.sx, p.sc, p.c, ax, k, out);
+}
+
+// Output row y of the vertical pass over a plane, clipped into `out` (p.w * p.c bytes, dense);
+// `acc`: scratch for the strided case.
+inline void pil_v(const Plane<uint8_t>& p, const AxisTable& ay, const int32_t* k, int64_t y, uint8_t* out,
+                  int32_t* acc) {
+  const int32_t* ky = k + y * ay.taps;
+  const uint8_t* src = p.row(ay.start[y]);
+  const int64_t n = p.w * p.c;
+  if (p.dense()) {
+#ifdef HDL_RESIZE_AVX2
+    if (cpu_has_avx2()) return pil_v_row_dense_avx2(src, p.sy, ky, ay.taps, n, out);
+#endif
+    return pil_v_row_dense(src, p.sy, ky, ay.taps, n, out);
+  }
+  for (int64_t j = 0; j < n; ++j) acc[j] = 1 << 21;
+  for (int t = 0; t < ay.taps; ++t) {
+    const uint8_t* s = src + t * p.sy;
+    for (int64_t x = 0; x < p.w; ++x)
+      for (int64_t c = 0; c < p.c; ++c) acc[x * p.c + c] += static_cast<int32_t>(s[x * p.sx + c * p.sc]) * ky[t];
+  }
+  for (int64_t j = 0; j < n; ++j) out[j] = pil_clip8(acc[j]);
+}
+
+// Copies a dense row into row y of dst (any strides).
 inline void pil_store(const uint8_t* row, const TensorView& dst, int64_t y) {
   uint8_t* d = dst.typed<uint8_t>() + y * dst.strides[0];
   const int64_t w = dst.shape[1], c = dst.shape[2];
+  if (dst.strides[1] == c && dst.strides[2] == 1) {
+    std::memcpy(d, row, static_cast<size_t>(w * c));
+    return;
+  }
   for (int64_t x = 0; x < w; ++x)
     for (int64_t k = 0; k < c; ++k) d[x * dst.strides[1] + k * dst.strides[2]] = row[x * c + k];
 }
+
+// True when dst's rows are dense, so that passes can write into it directly.
+inline bool dense_rows(const TensorView& dst) { return dst.strides[1] == dst.shape[2] && dst.strides[2] == 1; }
 
 // run_passes for ResizeOptions::pillow with uint8 source and destination: horizontal first,
 // the intermediate uint8, as Pillow.
@@ -461,26 +619,32 @@ inline void run_passes_pillow(const Plane<uint8_t>& p, int64_t in_h, const Tenso
   const int32_t* kx = ax ? fixed_weights(*ax, ws.fixed_x) : nullptr;
   const int32_t* ky = ay ? fixed_weights(*ay, ws.fixed_y) : nullptr;
   if (ws.bytes.size() < static_cast<size_t>(out_w * C)) ws.bytes.resize(static_cast<size_t>(out_w * C));
-  uint8_t* row = ws.bytes.data();
+  const bool direct = dense_rows(dst);
+  auto out_row = [&](int64_t y) { return direct ? dst.typed<uint8_t>() + y * dst.strides[0] : ws.bytes.data(); };
   if (!ay) {
     for (int64_t y = 0; y < out_h; ++y) {
-      pil_h_row(p.row(y), p.sx, p.sc, C, *ax, kx, row);
-      pil_store(row, dst, y);
+      pil_h(p, y, *ax, kx, out_row(y));
+      if (!direct) pil_store(ws.bytes.data(), dst, y);
     }
     return;
   }
   Plane<uint8_t> src = p;
-  if (ax) {  // the horizontal pass over every input row, into a dense uint8 image
+  if (ax) {  // the horizontal pass over the input rows the vertical taps read, into a dense image
+    int64_t first = in_h, last = 0;
+    for (int64_t y = 0; y < out_h; ++y) {
+      first = std::min<int64_t>(first, ay->start[y]);
+      last = std::max<int64_t>(last, std::min<int64_t>(in_h, ay->start[y] + ay->taps));
+    }
     const size_t mid = static_cast<size_t>(in_h * out_w * C);
     if (ws.mid_u8.size() < mid) ws.mid_u8.resize(mid);
-    for (int64_t y = 0; y < in_h; ++y) pil_h_row(p.row(y), p.sx, p.sc, C, *ax, kx, ws.mid_u8.data() + y * out_w * C);
-    src = Plane<uint8_t>{ws.mid_u8.data(), out_w * C, C, 1, out_w, C};
+    const Plane<uint8_t> full{ws.mid_u8.data(), out_w * C, C, 1, out_w, C};
+    for (int64_t y = first; y < last; ++y) pil_h(p, y, *ax, kx, ws.mid_u8.data() + y * out_w * C);
+    src = full;
   }
   if (ws.sums.size() < static_cast<size_t>(out_w * C)) ws.sums.resize(static_cast<size_t>(out_w * C));
   for (int64_t y = 0; y < out_h; ++y) {
-    pil_v_row(src, *ay, ky, y, ws.sums.data());
-    for (int64_t j = 0; j < out_w * C; ++j) row[j] = pil_clip8(ws.sums[j]);
-    pil_store(row, dst, y);
+    pil_v(src, *ay, ky, y, out_row(y), ws.sums.data());
+    if (!direct) pil_store(ws.bytes.data(), dst, y);
   }
 }
 

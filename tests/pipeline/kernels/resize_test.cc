@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -128,6 +129,53 @@ TEST(ResizeTest, StridedViewsMatchDenseViews) {
     slot.strides[2] = 1;
     ASSERT_TRUE(resize(rgb, slot, opt, ws).is_ok());
     EXPECT_LE(::hdl::testing::diff(slot, dense.view()).max_abs, 1) << static_cast<int>(f);
+  }
+}
+
+// ResizeOptions::pillow's vector paths (dense RGB rows: AVX2 two pixels at a time, or four lanes
+// per pixel; the vertical pass sixteen or four columns at a time) against its scalar loops,
+// which strided views take: the same integer sums, so the same bytes. Sizes where the row's last
+// pixels leave the vector loop, odd widths, up and down, every filter, and a strided output.
+// CTest runs this again with HDL_DISABLE_AVX2=1 for the baseline vector paths.
+TEST(ResizeTest, PillowVectorPathsEqualScalarOnes) {
+  std::mt19937 rng(7);
+  const int64_t sizes[][4] = {{37, 53, 17, 224}, {280, 300, 224, 224}, {9, 5, 23, 31},  {100, 120, 224, 224},
+                              {64, 64, 64, 33},  {421, 638, 256, 387}, {3, 250, 3, 7}, {31, 2, 11, 3}};
+  ResizeWorkspace ws;
+  for (const auto& s : sizes) {
+    const int64_t h = s[0], w = s[1], oh = s[2], ow = s[3];
+    std::vector<uint8_t> rgba(static_cast<size_t>(h * w * 4));
+    for (auto& v : rgba) v = static_cast<uint8_t>(rng());
+    TensorView padded(rgba.data(), {h, w, 4}, DType::kU8);
+    padded.shape[2] = 3;  // strided: each pixel's fourth byte skipped
+    Tensor dense_src = Tensor::empty({h, w, 3}, DType::kU8);
+    copy(padded, dense_src.view());
+    for (auto f : {ResizeFilter::kNearest, ResizeFilter::kLinear, ResizeFilter::kCubic, ResizeFilter::kBox,
+                   ResizeFilter::kLanczos}) {
+      ResizeOptions opt{f, true};
+      opt.pillow = true;
+      Tensor vec = Tensor::empty({oh, ow, 3}, DType::kU8), scalar = Tensor::empty({oh, ow, 3}, DType::kU8);
+      ASSERT_TRUE(resize(dense_src.view(), vec.view(), opt, ws).is_ok());
+      ASSERT_TRUE(resize(padded, scalar.view(), opt, ws).is_ok());
+      const std::string what = std::to_string(h) + "x" + std::to_string(w) + " -> " + std::to_string(oh) + "x" +
+                               std::to_string(ow) + " filter " + std::to_string(static_cast<int>(f));
+      EXPECT_EQ(::hdl::testing::diff(vec.view(), scalar.view()).max_abs, 0) << what;
+      Tensor wide = Tensor::empty({oh, ow, 4}, DType::kU8);
+      TensorView slot = wide.view();
+      slot.shape[2] = 3;
+      ASSERT_TRUE(resize(dense_src.view(), slot, opt, ws).is_ok());
+      EXPECT_EQ(::hdl::testing::diff(slot, scalar.view()).max_abs, 0) << what << " (strided output)";
+      if (oh == h) continue;
+      // One axis only: the horizontal pass alone (same height), and the vertical pass alone.
+      Tensor hv = Tensor::empty({h, ow, 3}, DType::kU8), hs = Tensor::empty({h, ow, 3}, DType::kU8);
+      ASSERT_TRUE(resize(dense_src.view(), hv.view(), opt, ws).is_ok());
+      ASSERT_TRUE(resize(padded, hs.view(), opt, ws).is_ok());
+      EXPECT_EQ(::hdl::testing::diff(hv.view(), hs.view()).max_abs, 0) << what << " (horizontal only)";
+      Tensor vv = Tensor::empty({oh, w, 3}, DType::kU8), vs = Tensor::empty({oh, w, 3}, DType::kU8);
+      ASSERT_TRUE(resize(dense_src.view(), vv.view(), opt, ws).is_ok());
+      ASSERT_TRUE(resize(padded, vs.view(), opt, ws).is_ok());
+      EXPECT_EQ(::hdl::testing::diff(vv.view(), vs.view()).max_abs, 0) << what << " (vertical only)";
+    }
   }
 }
 
