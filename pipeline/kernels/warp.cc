@@ -1,12 +1,18 @@
 #include "pipeline/kernels/warp.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
+#ifdef __x86_64__
+#include <immintrin.h>
+#endif
 
 #include "pipeline/kernels/crop.h"
+#include "pipeline/kernels/detail/cpu.h"
 
 namespace hdl::kernels {
 namespace {
@@ -199,6 +205,113 @@ void affine_bicubic(const Image& in, const Image& out, const std::array<double, 
   }
 }
 
+// ---- AVX2 twins of affine_bilinear / affine_bicubic for RGB images with dense pixels: a pixel's
+// three channels in three of four double lanes, each lane doing the scalar loop's arithmetic in
+// its order (the integer terms of Pillow's macros are exact in double), so the bytes are the
+// scalar loops'. The coordinates, the clipping and the rows taken are the scalar code's, per
+// pixel.
+#ifdef HDL_KERNELS_AVX2
+__attribute__((target("avx2"))) inline __m256d load_rgb(const uint8_t* p) {
+  uint16_t lo;  // three bytes as a 16- and an 8-bit load (a 3-byte memcpy goes through the stack)
+  std::memcpy(&lo, p, 2);
+  const uint32_t w = lo | static_cast<uint32_t>(p[2]) << 16;
+  return _mm256_cvtepi32_pd(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(w))));
+}
+
+// The first three lanes of `v` (already within [0, 255]) truncated to bytes.
+__attribute__((target("avx2"))) inline void store_rgb(__m256d v, uint8_t* d) {
+  const __m128i i = _mm256_cvttpd_epi32(v);
+  const uint32_t b = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(i, i), i)));
+  const uint16_t lo = static_cast<uint16_t>(b);
+  std::memcpy(d, &lo, 2);
+  d[2] = static_cast<uint8_t>(b >> 16);
+}
+
+__attribute__((target("avx2"))) void affine_bilinear_rgb_avx2(const Image& in, const Image& out,
+                                                              const std::array<double, 6>& a) {
+  auto xclip = [&](int x) { return x < 0 ? 0 : x < in.w ? x : in.w - 1; };
+  auto yclip = [&](int y) { return y < 0 ? 0 : y < in.h ? y : in.h - 1; };
+  for (int oy = 0; oy < out.h; ++oy) {
+    for (int ox = 0; ox < out.w; ++ox) {
+      const double xin = ox + 0.5, yin = oy + 0.5;
+      double xx = a[0] * xin + a[1] * yin + a[2];
+      double yy = a[3] * xin + a[4] * yin + a[5];
+      if (xx < 0.0 || xx >= in.w || yy < 0.0 || yy >= in.h) continue;
+      xx -= 0.5;
+      yy -= 0.5;
+      const int x = floor_int(xx), y = floor_int(yy);
+      const __m256d dx = _mm256_set1_pd(xx - x), dy = _mm256_set1_pd(yy - y);
+      const int64_t x0 = xclip(x) * in.sx, x1 = xclip(x + 1) * in.sx;
+      const uint8_t* r = in.at(yclip(y), 0);
+      const __m256d p0 = load_rgb(r + x0), p1 = load_rgb(r + x1);
+      __m256d v1 = _mm256_add_pd(p0, _mm256_mul_pd(_mm256_sub_pd(p1, p0), dx)), v2 = v1;
+      if (y + 1 >= 0 && y + 1 < in.h) {
+        const uint8_t* r2 = in.at(y + 1, 0);
+        const __m256d q0 = load_rgb(r2 + x0), q1 = load_rgb(r2 + x1);
+        v2 = _mm256_add_pd(q0, _mm256_mul_pd(_mm256_sub_pd(q1, q0), dx));
+      }
+      store_rgb(_mm256_add_pd(v1, _mm256_mul_pd(_mm256_sub_pd(v2, v1), dy)), out.at(oy, ox));
+    }
+  }
+}
+
+// p1 + d * (p2 + d * (p3 + d * p4)) with the p's of Pillow's cubic (a = -1) from v1..v4, in the
+// scalar code's order of operations.
+__attribute__((target("avx2"))) inline __m256d cubic_avx2(__m256d v1, __m256d v2, __m256d v3, __m256d v4, __m256d d) {
+  const __m256d zero = _mm256_setzero_pd(), two = _mm256_set1_pd(2.0);
+  const __m256d p2 = _mm256_add_pd(_mm256_sub_pd(zero, v1), v3);
+  const __m256d p3 = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(two, _mm256_sub_pd(v1, v2)), v3), v4);
+  const __m256d p4 = _mm256_add_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_sub_pd(zero, v1), v2), v3), v4);
+  return _mm256_add_pd(v2, _mm256_mul_pd(d, _mm256_add_pd(p2, _mm256_mul_pd(d, _mm256_add_pd(p3, _mm256_mul_pd(d, p4))))));
+}
+
+// Bytes k * 3 .. k * 3 + 2 of `v` as doubles in three lanes.
+template <int K>
+__attribute__((target("avx2"))) inline __m256d rgb_at(__m128i v) {
+  return _mm256_cvtepi32_pd(_mm_cvtepu8_epi32(_mm_srli_si128(v, 3 * K)));
+}
+
+// One row's cubic along x: the four pixels at r + xs[0..3]; `run`: they are four consecutive
+// pixels with at least 16 bytes readable from the first, taken with one load.
+__attribute__((target("avx2"))) inline __m256d cubic_row_avx2(const uint8_t* r, const int64_t* xs, bool run,
+                                                             __m256d dx) {
+  if (run) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + xs[0]));
+    return cubic_avx2(rgb_at<0>(v), rgb_at<1>(v), rgb_at<2>(v), rgb_at<3>(v), dx);
+  }
+  return cubic_avx2(load_rgb(r + xs[0]), load_rgb(r + xs[1]), load_rgb(r + xs[2]), load_rgb(r + xs[3]), dx);
+}
+
+__attribute__((target("avx2"))) void affine_bicubic_rgb_avx2(const Image& in, const Image& out,
+                                                             const std::array<double, 6>& a) {
+  auto xclip = [&](int x) { return x < 0 ? 0 : x < in.w ? x : in.w - 1; };
+  auto yclip = [&](int y) { return y < 0 ? 0 : y < in.h ? y : in.h - 1; };
+  const __m256d zero = _mm256_setzero_pd(), top = _mm256_set1_pd(255.0);
+  for (int oy = 0; oy < out.h; ++oy) {
+    for (int ox = 0; ox < out.w; ++ox) {
+      const double xin = ox + 0.5, yin = oy + 0.5;
+      double xx = a[0] * xin + a[1] * yin + a[2];
+      double yy = a[3] * xin + a[4] * yin + a[5];
+      if (xx < 0.0 || xx >= in.w || yy < 0.0 || yy >= in.h) continue;
+      xx -= 0.5;
+      yy -= 0.5;
+      const int x = floor_int(xx) - 1, y = floor_int(yy) - 1;
+      const __m256d dx = _mm256_set1_pd(xx - floor_int(xx)), dy = _mm256_set1_pd(yy - floor_int(yy));
+      const int64_t xs[4] = {xclip(x) * in.sx, xclip(x + 1) * in.sx, xclip(x + 2) * in.sx, xclip(x + 3) * in.sx};
+      // Pixels x .. x + 5 inside the row: x .. x + 3 are the taps, and the 16-byte load ends
+      // within pixel x + 5.
+      const bool run = x >= 0 && x + 5 < in.w && in.sx == 3;
+      __m256d v[4];
+      v[0] = cubic_row_avx2(in.at(yclip(y), 0), xs, run, dx);
+      for (int k = 1; k < 4; ++k)
+        v[k] = y + k >= 0 && y + k < in.h ? cubic_row_avx2(in.at(y + k, 0), xs, run, dx) : v[k - 1];
+      const __m256d r = cubic_avx2(v[0], v[1], v[2], v[3], dy);
+      store_rgb(_mm256_min_pd(_mm256_max_pd(r, zero), top), out.at(oy, ox));
+    }
+  }
+}
+#endif
+
 // Python's round(x, 15): correctly rounded to 15 decimals (glibc's printf rounds exactly).
 double round15(double x) {
   char buf[64];
@@ -223,9 +336,20 @@ Status affine_transform(const ConstTensorView& src, const TensorView& dst, const
   HDL_RETURN_IF_ERROR(check("affine_transform", src, dst, fill));
   const Image in(src), out(dst);
   fill_image(out, fill);
+#ifdef HDL_KERNELS_AVX2
+  const bool rgb_avx2 = in.c == 3 && in.sc == 1 && out.sc == 1 && detail::cpu_has_avx2();
+#else
+  const bool rgb_avx2 = false;
+#endif
   if (filter == WarpFilter::kBilinear) {
+#ifdef HDL_KERNELS_AVX2
+    if (rgb_avx2) return affine_bilinear_rgb_avx2(in, out, a), Status::ok();
+#endif
     affine_bilinear(in, out, a);
   } else if (filter == WarpFilter::kBicubic) {
+#ifdef HDL_KERNELS_AVX2
+    if (rgb_avx2) return affine_bicubic_rgb_avx2(in, out, a), Status::ok();
+#endif
     affine_bicubic(in, out, a);
   } else if (a[1] == 0 && a[3] == 0) {
     scale_affine(in, out, a);

@@ -11,6 +11,8 @@
 //   pillow    the resize window -> 224x224 with ResizeOptions::pillow (Pillow's integer
 //             arithmetic, what HabanaDataLoader maps torchvision / timm PIL transforms to),
 //             bilinear and bicubic, and the eval resize with pillow bilinear
+//   affine    a 224x224 image sheared by 0.3 (what timm's ShearX does at magnitude 9), Pillow's
+//             bilinear and bicubic transform, and rotated by 27 degrees bicubic
 //   cmn       224x224x3 uint8 -> float32 CHW normalised into a 256-image batch buffer (mirrored
 //             every other call, walking the buffer like a pipeline fills a batch)
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include "decoders/decoder_set.h"
 #include "pipeline/kernels/normalize.h"
 #include "pipeline/kernels/resize.h"
+#include "pipeline/kernels/warp.h"
 
 using namespace hdl;
 
@@ -89,6 +92,18 @@ int main(int argc, char** argv) {
   const double pil_cub = best_us(reps, [&](int) { (void)kernels::resize(win, dst, pil_bicubic, ws); });
   const double pil_eval = best_us(reps, [&](int) { (void)kernels::resize(image, dst_eval, pil_bilinear, ws); });
 
+  (void)kernels::resize(win, dst, pil_bicubic, ws);
+  std::vector<uint8_t> warped(224 * 224 * 3);
+  const TensorView warp_dst(warped.data(), {224, 224, 3}, DType::kU8, Layout::kHWC);
+  const std::array<double, 6> shear = {1, 0.3, 0, 0, 1, 0};
+  const double aff_lin = best_us(reps, [&](int) {
+    (void)kernels::affine_transform(dst, warp_dst, shear, kernels::WarpFilter::kBilinear);
+  });
+  const double aff_cub = best_us(reps, [&](int) {
+    (void)kernels::affine_transform(dst, warp_dst, shear, kernels::WarpFilter::kBicubic);
+  });
+  const double rot_cub = best_us(reps, [&](int) { (void)kernels::rotate(dst, warp_dst, 27.0, kernels::WarpFilter::kBicubic); });
+
   // A 256-image float32 batch, written slot after slot as a pipeline does.
   constexpr int kBatch = 256;
   const size_t slot = 3 * 224 * 224;
@@ -105,8 +120,10 @@ int main(int argc, char** argv) {
   std::printf("{\"photo\": \"%s\", \"size\": [%lld, %lld], \"resize_300x280_to_224_us\": %.1f, "
               "\"resize_120x100_to_224_us\": %.1f, \"resize_to_short_256_us\": %.1f, "
               "\"pillow_bilinear_300x280_to_224_us\": %.1f, \"pillow_bicubic_300x280_to_224_us\": %.1f, "
-              "\"pillow_bilinear_to_short_256_us\": %.1f, \"crop_mirror_normalize_224_f32_us\": %.1f}\n",
+              "\"pillow_bilinear_to_short_256_us\": %.1f, \"affine_shear_bilinear_224_us\": %.1f, "
+              "\"affine_shear_bicubic_224_us\": %.1f, \"rotate_bicubic_224_us\": %.1f, "
+              "\"crop_mirror_normalize_224_f32_us\": %.1f}\n",
               argv[1], static_cast<long long>(H), static_cast<long long>(W), resize, upscale, eval_us, pil_lin,
-              pil_cub, pil_eval, cmn);
+              pil_cub, pil_eval, aff_lin, aff_cub, rot_cub, cmn);
   return 0;
 }

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "media/api.h"
+#include "pipeline/kernels/detail/cpu.h"
 #include "pipeline/kernels/detail/resize_weights.h"
 #include "pipeline/kernels/resize.h"
 
@@ -136,21 +136,9 @@ template <typename T>
 }
 
 // Output row y of the vertical pass into acc (dense, p.w * p.c floats).
-// ---- AVX2 twins of the hot passes (x86-64 only), chosen at run time so that the library still
-// runs on any x86-64. Each lane does the baseline code's arithmetic in the same order, as a
-// separate multiply and add (no FMA: the avx2 target does not enable it, so nothing is
-// contracted), so results are bit-identical to the SSE2 paths on every machine.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// ---- AVX2 twins of the hot passes (x86-64 only), chosen at run time (detail/cpu.h).
+#ifdef HDL_KERNELS_AVX2
 #define HDL_RESIZE_AVX2 1
-// HDL_DISABLE_AVX2=1 in the environment keeps the baseline paths (tests run both; a user can
-// rule the AVX2 code out when chasing a difference).
-inline bool cpu_has_avx2() {
-  static const bool has = [] {
-    const char* off = std::getenv("HDL_DISABLE_AVX2");
-    return __builtin_cpu_supports("avx2") && !(off && *off && std::strcmp(off, "0") != 0);
-  }();
-  return has;
-}
 
 // Loads 4 consecutive elements of `lo` and of `hi` as floats into the low / high 128-bit halves.
 __attribute__((target("avx2"))) inline __m256 load4x2(const uint8_t* lo, const uint8_t* hi) {
@@ -219,8 +207,6 @@ __attribute__((target("avx2"))) void v_row_dense_avx2(const T* __restrict__ src,
                                                     int64_t n, float* __restrict__ acc) {
   v_row_dense(src, sy, w, taps, n, acc);
 }
-#else
-inline bool cpu_has_avx2() { return false; }
 #endif
 
 template <typename T>
