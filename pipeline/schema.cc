@@ -112,12 +112,18 @@ ArgValidator at_least(double lo) {
 
 ArgValidator one_of(std::vector<std::string> choices) {
   return [choices = std::move(choices)](const ArgValue& v) -> std::string {
-    if (v.type() != ArgType::kString) return "";
-    const auto& s = v.get<std::string>();
-    if (std::find(choices.begin(), choices.end(), s) != choices.end()) return "";
-    std::string list;
-    for (const auto& c : choices) list += (list.empty() ? "" : ", ") + ("\"" + c + "\"");
-    return "must be one of " + list + ", got \"" + s + "\"";
+    auto check = [&](const std::string& s) -> std::string {
+      if (std::find(choices.begin(), choices.end(), s) != choices.end()) return "";
+      std::string list;
+      for (const auto& c : choices) list += (list.empty() ? "" : ", ") + ("\"" + c + "\"");
+      return "must be one of " + list + ", got \"" + s + "\"";
+    };
+    if (v.type() == ArgType::kString) return check(v.get<std::string>());
+    if (v.type() != ArgType::kStrings) return "";
+    for (const auto& s : v.get<std::vector<std::string>>()) {
+      if (std::string e = check(s); !e.empty()) return "each element " + e;
+    }
+    return "";
   };
 }
 

@@ -104,6 +104,8 @@ class RandomResizedCropOp final : public Operator {
       throw ConfigError("argument \"ratio\" must be [low, high] with 0 < low <= high");
     params_ = {scale[0], scale[1], ratio[0], ratio[1], static_cast<int>(n.get_int("attempts"))};
     options_.filter = kernels::parse_resize_filter(n.get_string("interpolation").c_str());
+    for (const std::string& name : n.get_strings("random_interpolation"))
+      random_filters_.push_back(kernels::parse_resize_filter(name.c_str()));
     options_.antialias = n.get_bool("antialias");
     options_.pillow = n.get_bool("pillow");
   }
@@ -117,8 +119,10 @@ class RandomResizedCropOp final : public Operator {
     const ConstTensorView& in = io.input(0);
     StreamDraws draws(io.rng());
     const CropWindow w = random_resized_crop_window({in.shape[0], in.shape[1]}, params_, draws);
+    kernels::ResizeOptions options = options_;
+    if (!random_filters_.empty()) options.filter = random_filters_[io.rng().below(random_filters_.size())];
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{size_.h, size_.w, in.shape[2]}, in.dtype, Layout::kHWC));
-    return kernels::resize(in.crop_hw(w.top, w.left, w.height, w.width), out, options_,
+    return kernels::resize(in.crop_hw(w.top, w.left, w.height, w.width), out, options,
                            static_cast<ResizeState*>(io.state())->workspace);
   }
 
@@ -128,6 +132,7 @@ class RandomResizedCropOp final : public Operator {
   SizeHW size_;
   RandomResizedCropParams params_;
   kernels::ResizeOptions options_;
+  std::vector<kernels::ResizeFilter> random_filters_;  // random_interpolation
 };
 
 // torchvision padding: [p] all sides, [left/right, top/bottom], [left, top, right, bottom].
@@ -350,6 +355,7 @@ OpSchema random_resized_crop_schema() {
       {"ratio", ArgType::kFloats, ArgValue({3.0 / 4.0, 4.0 / 3.0}), "range of the window's aspect ratio (w / h)", all_of({list_size({2}), at_least(0)})},
       {"attempts", ArgType::kInt, ArgValue(10), "tries before the central-crop fallback", at_least(0)},
       {"interpolation", ArgType::kString, ArgValue("bilinear"), "nearest, bilinear, bicubic, box or lanczos", one_of(kFilters)},
+      {"random_interpolation", ArgType::kStrings, ArgValue(std::vector<std::string>{}), "[] none, or filters to draw each sample's from uniformly (after the window; interpolation is then unused): timm's RandomResizedCropAndInterpolation(interpolation='random') is [bilinear, bicubic]", one_of(kFilters)},
       {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling (torchvision antialias=True)"},
       {"pillow", ArgType::kBool, ArgValue(false), "PIL.Image.resize's arithmetic (what torchvision does to PIL images): Pillow's weights and uint8 rounding, bit-exact with Pillow; antialias is then ignored (Pillow always low-passes)"},
   };

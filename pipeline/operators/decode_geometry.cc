@@ -129,6 +129,13 @@ void place_output(DecodePlan& plan, const std::optional<SizeHW>& center_crop) {
 
 }  // namespace
 
+const FusedDecodeArgs& sample_fused_args(const FusedDecodeArgs& args, RandomStream& rng, FusedDecodeArgs& scratch) {
+  if (args.random_filters.empty()) return args;
+  scratch = args;
+  scratch.options.filter = args.random_filters[rng.below(args.random_filters.size())];
+  return scratch;
+}
+
 Result<DecodePlan> plan_decode(SizeHW image, const CropWindow& window, const FusedDecodeArgs& args,
                                int max_denom, kernels::ResizeWorkspace& ws) {
   if (window.top < 0 || window.left < 0 || window.height <= 0 || window.width <= 0 ||

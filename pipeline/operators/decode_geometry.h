@@ -112,8 +112,15 @@ struct FusedDecodeArgs {
   std::optional<int64_t> max_size;        ///< with resize [s]
   std::optional<SizeHW> center_crop;      ///< after the resize
   kernels::ResizeOptions options;
+  /// If not empty, each sample's filter is one of these, drawn uniformly (options.filter unused).
+  std::vector<kernels::ResizeFilter> random_filters;
   bool dct_scaling = true;                ///< allow JPEG DCT-domain reduction
 };
+
+/// `args` for one sample: itself, or (with random_filters) a copy in `scratch` whose filter is
+/// drawn from `rng`, one draw after the crop window's as timm's RandomResizedCropAndInterpolation
+/// (interpolation='random') makes its random.choice after get_params.
+const FusedDecodeArgs& sample_fused_args(const FusedDecodeArgs& args, RandomStream& rng, FusedDecodeArgs& scratch);
 
 /// One image's fused decode: decode `roi` (oriented image pixels) at scale 1/`denom`, giving
 /// `decoded` pixels, which sit at `src_origin` of a virtual `full_in` image (the window at the

@@ -89,8 +89,10 @@ class ImageDecoderOp final : public Operator {
       StreamDraws draws(io.rng());
       window = random_resized_crop_window(image, rrc_, draws);
     }
+    FusedDecodeArgs scratch;
+    const FusedDecodeArgs& args = sample_fused_args(fused_, io.rng(), scratch);
     DecodeRequest req;
-    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_for(bytes, image, window, info.format == "jpeg" ? 8 : 1, st, req));
+    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_for(bytes, image, window, info.format == "jpeg" ? 8 : 1, args, st, req));
     req.index_cache = index_.get();
     if (index_ && io.sample().dataset) index_->expect_files(io.sample().dataset->size());
     req.index_key = uint64_t(io.sample().dataset_index);
@@ -110,21 +112,21 @@ class ImageDecoderOp final : public Operator {
     req.slack_columns = kSlack;
     HDL_RETURN_IF_ERROR(st.decoders.decode(bytes, req, decoded).status());
     return kernels::resize_window(decoded, plan.src_origin, plan.full_in, target, plan.dst_origin,
-                                  plan.full_out, fused_.options, st.resize);
+                                  plan.full_out, args.options, st.resize);
   }
 
   // Plans the decode and fills `req`. A decoder that does not scale as planned (a JPEG taken by
   // a fallback decoder, a tiny region) gets a full-resolution plan instead.
   Result<DecodePlan> plan_for(std::span<const uint8_t> bytes, SizeHW image, const CropWindow& window,
-                              int max_denom, DecoderState& st, DecodeRequest& req) const {
-    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_decode(image, window, fused_, max_denom, st.resize));
+                              int max_denom, const FusedDecodeArgs& args, DecoderState& st, DecodeRequest& req) const {
+    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_decode(image, window, args, max_denom, st.resize));
     req = request_;
     req.roi = plan.roi;
     req.min_width = plan.denom > 1 ? plan.decoded.w : 0;
     req.min_height = plan.denom > 1 ? plan.decoded.h : 0;
     HDL_ASSIGN_OR_RETURN(Shape shape, st.decoders.output_shape(bytes, req));
     if (shape[0] == plan.decoded.h && shape[1] == plan.decoded.w) return plan;
-    if (max_denom > 1) return plan_for(bytes, image, window, 1, st, req);
+    if (max_denom > 1) return plan_for(bytes, image, window, 1, args, st, req);
     return Status::internal("decoder output " + shape.to_string() + " differs from the planned region " +
                             std::to_string(plan.decoded.h) + "x" + std::to_string(plan.decoded.w));
   }

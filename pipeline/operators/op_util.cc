@@ -88,6 +88,7 @@ std::vector<ArgSchema> fused_geometry_args(const std::string& what) {
       {"resize", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] none, [s] shorter side to s (torchvision Resize(int)), or [h, w]", all_of({list_size({0, 1, 2}), at_least(1)})},
       {"max_size", ArgType::kInt, ArgValue(0), "if > 0, the longer side after resize [s] is at most this", at_least(0)},
       {"interpolation", ArgType::kString, ArgValue("bilinear"), "nearest, bilinear, bicubic, box or lanczos", one_of(filters)},
+      {"random_interpolation", ArgType::kStrings, ArgValue(std::vector<std::string>{}), "[] none, or filters to draw each sample's from uniformly (after the crop window; interpolation is then unused): timm's RandomResizedCropAndInterpolation(interpolation='random') is [bilinear, bicubic]", one_of(filters)},
       {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling, as torchvision antialias=True and PIL"},
       {"pillow", ArgType::kBool, ArgValue(false), "PIL.Image.resize's arithmetic (what torchvision does to PIL images): Pillow's weights and uint8 rounding, bit-exact with Pillow; antialias is then ignored (Pillow always low-passes)"},
       {"center_crop", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] none, [s] or [h, w]: torchvision CenterCrop after the resize (padded with 0 where larger)", all_of({list_size({0, 1, 2}), at_least(1)})},
@@ -110,6 +111,8 @@ FusedDecodeArgs parse_fused_geometry(const NodeSpec& n) {
   if (const int64_t m = n.get_int("max_size"); m > 0) f.max_size = m;
   f.center_crop = crop_size_arg(n.get_ints("center_crop"));
   f.options.filter = kernels::parse_resize_filter(n.get_string("interpolation").c_str());
+  for (const std::string& name : n.get_strings("random_interpolation"))
+    f.random_filters.push_back(kernels::parse_resize_filter(name.c_str()));
   f.options.antialias = n.get_bool("antialias");
   f.options.pillow = n.get_bool("pillow");
   if (f.max_size && f.resize.size() != 1)

@@ -116,7 +116,9 @@ class ClipDecode {
       StreamDraws draws(io.rng());
       window = random_resized_crop_window(image, rrc_, draws);
     }
-    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_decode(image, window, fused_, 1, st.resize));
+    FusedDecodeArgs scratch;
+    const FusedDecodeArgs& args = sample_fused_args(fused_, io.rng(), scratch);
+    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_decode(image, window, args, 1, st.resize));
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(output, Shape{t, plan.out_size.h, plan.out_size.w, c},
                                                    DType::kU8, Layout::kFHWC));
     const bool padded = !(plan.dst_size == plan.out_size);
@@ -132,7 +134,7 @@ class ClipDecode {
         return Status::ok();
       }
       return kernels::resize_window(region, plan.src_origin, plan.full_in, target, plan.dst_origin, plan.full_out,
-                                    fused_.options, st.resize);
+                                    args.options, st.resize);
     };
     HDL_RETURN_IF_ERROR(st.decoder.decode(file, info, frames, sink, &report));
     counters.add(report);

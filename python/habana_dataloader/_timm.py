@@ -13,7 +13,8 @@ transform is rewritten as one, so the torchvision mapping (_transforms.py) does 
   ``random`` in float64 instead of torch's generator in float32: the same distribution, as
   the native stream's is torchvision's. timm also accepts a zero-sized window where
   torchvision retries; that needs a window under half a pixel, where timm's resize fails.
-  ``interpolation='random'`` (bilinear or bicubic per image) stays unmapped.
+  ``interpolation='random'`` (train.py's default: bilinear or bicubic per image, drawn after
+  the window) -> ``RandomInterpolationCrop``, the resize's ``random_interpolation``.
 - ``RandomErasing`` (per image: one ``random.random() > p`` test, then ``count`` rectangles of
   area fraction U(min_area, max_area) / count, log-uniform aspect h / w, 10 tries each) ->
   ``RandomErasing(p, scale, ratio, value=0)`` for mode 'const' and ``value='random'``
@@ -61,6 +62,17 @@ class CountedErasing(T.RandomErasing):
         self.count = count
 
 
+class RandomInterpolationCrop(T.RandomResizedCrop):
+    """RandomResizedCrop whose interpolation is drawn per image from `interpolations` after the
+    window: timm's RandomResizedCropAndInterpolation(interpolation='random'). Maps as
+    RandomResizedCrop (it overrides no behaviour) with the list read by _transforms; never
+    called (the torch path runs timm's own)."""
+
+    def __init__(self, interpolations: Any, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.interpolations = list(interpolations)
+
+
 # What each timm class's behaviour is made of: a subclass that overrides none of these is
 # taken as its timm base.
 _BEHAVIOUR = ("__call__", "forward", "get_params", "_erase")
@@ -84,8 +96,10 @@ def _timm_base(t: Any) -> Optional[Tuple[str, str]]:
 def _rrc(t: Any) -> Any:
     interp = t.interpolation
     if isinstance(interp, (tuple, list)):
-        return Unmapped(t, "timm RandomResizedCropAndInterpolation(interpolation='random'): a random choice of "
-                           "bilinear or bicubic per image has no native mapping")
+        if not interp:
+            return Unmapped(t, "timm RandomResizedCropAndInterpolation: no interpolation to choose from")
+        return RandomInterpolationCrop(interp, size=list(t.size), scale=tuple(t.scale), ratio=tuple(t.ratio),
+                                       interpolation=interp[0])
     return T.RandomResizedCrop(list(t.size), scale=tuple(t.scale), ratio=tuple(t.ratio), interpolation=interp)
 
 

@@ -450,16 +450,15 @@ def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
     if not fused or not pil:
         return args, 0
     first = pil[0]
-    if _kind(first) in (T.RandomResizedCrop, T.Resize):
-        args.update(_pillow("image_decoder", first.interpolation))
     if _kind(first) is T.RandomResizedCrop:
         args.update(random_crop="resized", scale=list(first.scale), ratio=list(first.ratio),
-                    resize=_hw(first.size), interpolation=_interp(first.interpolation, "RandomResizedCrop"),
-                    antialias=True)  # PIL images are always resampled with antialiasing
+                    resize=_hw(first.size), antialias=True,  # PIL images are always resampled with antialiasing
+                    **_rrc_interpolation(first, "image_decoder"))
         i = 1
     elif _kind(first) is T.Resize:
         size = [first.size] if isinstance(first.size, int) else list(first.size)
-        args.update(resize=size, interpolation=_interp(first.interpolation, "Resize"), antialias=True)
+        args.update(resize=size, interpolation=_interp(first.interpolation, "Resize"), antialias=True,
+                    **_pillow("image_decoder", first.interpolation))
         if first.max_size:
             args["max_size"] = int(first.max_size)
         i = 1
@@ -482,6 +481,21 @@ def _pillow(op: str, interpolation: Any) -> Dict[str, Any]:
     if str(name).lower() == "bilinear" or not _has(op, "pillow"):
         return {}
     return {"pillow": True}
+
+
+def _rrc_interpolation(t: Any, op: str) -> Dict[str, Any]:
+    """`op`'s interpolation arguments for RandomResizedCrop `t`: its filter, or with timm's
+    interpolation='random' (RandomInterpolationCrop) the filters each image's is drawn from;
+    Pillow's arithmetic where _pillow asks for it for any of them."""
+    modes = getattr(t, "interpolations", None)
+    if not modes:
+        return {"interpolation": _interp(t.interpolation, "RandomResizedCrop"), **_pillow(op, t.interpolation)}
+    _require(op, "random_interpolation")
+    names = [_interp(m, "RandomResizedCrop") for m in modes]
+    args: Dict[str, Any] = {"interpolation": names[0], "random_interpolation": names}
+    for m in modes:
+        args.update(_pillow(op, m))
+    return args
 
 
 def _times(p: Any, q: float) -> Any:
@@ -543,9 +557,8 @@ def _map_one(t: Any, x: DataNode, p: Any = 1.0) -> DataNode:
         return fn.solarize(x, threshold=threshold, **_prob("solarize", _times(p, float(t.p))))
     if kind is T.RandomResizedCrop:
         _require("random_resized_crop")
-        return fn.random_resized_crop(x, size=_hw(t.size), scale=list(t.scale), ratio=list(t.ratio),
-                                      interpolation=_interp(t.interpolation, "RandomResizedCrop"), antialias=True,
-                                      **_pillow("random_resized_crop", t.interpolation))
+        return fn.random_resized_crop(x, size=_hw(t.size), scale=list(t.scale), ratio=list(t.ratio), antialias=True,
+                                      **_rrc_interpolation(t, "random_resized_crop"))
     if kind is T.Resize:
         _require("resize")
         size = [t.size] if isinstance(t.size, int) else list(t.size)

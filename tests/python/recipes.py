@@ -418,8 +418,10 @@ def timm_recipes() -> Dict[str, Builder]:
         TIMM_RECIPES[2]: _plain(create_transform(224, is_training=True), shuffle=True),
         TIMM_RECIPES[3]: _plain(deit, shuffle=True, drop_last=True),
         TIMM_RECIPES[4]: _plain(mae, shuffle=True, drop_last=True),
-        # train.py / validate.py with their defaults (--aa None, --reprob 0, prefetcher on).
-        TIMM_RECIPES[5]: _timm_folder(create_transform(224, is_training=True, use_prefetcher=True), "train",
+        # train.py / validate.py with their defaults (--aa None, --reprob 0, prefetcher on,
+        # --train-interpolation random).
+        TIMM_RECIPES[5]: _timm_folder(create_transform(224, is_training=True, use_prefetcher=True,
+                                                       interpolation="random"), "train",
                                       shuffle=True, drop_last=True),
         TIMM_RECIPES[6]: _timm_folder(create_transform(224, crop_pct=0.875, interpolation="bicubic",
                                                        use_prefetcher=True), "validation"),

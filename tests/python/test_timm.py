@@ -1,8 +1,9 @@
 """timm's transforms (create_transform) on the native path: MaybeToTensor / MaybePILToTensor /
 ToNumpy, RandomResizedCropAndInterpolation and RandomErasing map onto the torchvision mapping;
 timm's RandAugment and AutoAugment onto the timm_augment operator (every op bit-exact with
-timm's on the same PIL image; policies with timm's law); what does not (AugMix,
-interpolation='random', re_mode='rand', a random re_count) falls back with a reason naming it. Needs timm (not a dependency): skipped without it.
+timm's on the same PIL image; policies with timm's law); interpolation='random' (train.py's
+default) onto the resize's random_interpolation; what does not map (AugMix, re_mode='rand', a
+random re_count) falls back with a reason naming it. Needs timm (not a dependency): skipped without it.
 
     PYTHONPATH=build/python build/venv-timm/bin/python -m pytest tests/python/test_timm.py
 """
@@ -100,6 +101,24 @@ def test_train_plain_is_the_torchvision_mapping_and_seeded(val_root):
                       *tf.transforms[1:3], T.ToTensor(), tf.transforms[4]])
     for (a, c), (b, d) in zip(ours, batches(native(val_root, same, batch_size=16, seed=3))):
         assert torch.equal(a, b) and torch.equal(c, d)
+
+
+def test_random_interpolation_is_bilinear_or_bicubic_per_image(val_root):
+    """train.py's default --train-interpolation random: each image's window resized with Pillow's
+    bilinear or bicubic, drawn after the window. Per image, the batch equals the bicubic loader's
+    (Pillow's arithmetic both) or is within a grey level of the bilinear one's (the tensor
+    kernel there), and both occur."""
+    def tf(interp):
+        return T.Compose([RandomResizedCropAndInterpolation(64, interpolation=interp), MaybeToTensor()])
+
+    rnd, cub, lin = (batches(native(val_root, tf(i), batch_size=8, seed=5)) for i in ("random", "bicubic", "bilinear"))
+    kinds = []
+    for (r, _), (c, _), (l, _) in zip(rnd, cub, lin):
+        for a, b, d in zip(r, c, l):
+            is_c, near_l = torch.equal(a, b), (a - d).abs().max().item() <= 1 / 255 + 1e-6
+            assert is_c or near_l
+            kinds += ["bicubic"] if is_c and not near_l else ["bilinear"] if near_l and not is_c else []
+    assert "bicubic" in kinds and "bilinear" in kinds, kinds
 
 
 def test_native_crop_windows_have_timms_distribution(val_root):
@@ -310,9 +329,6 @@ def test_fallback_reasons_name_timms_transforms(val_root):
     ra = rand_augment_transform("rand-m9-mstd0.5", {"interpolation": Image.LANCZOS})
     r = _reason(val_root, T.Compose([T.CenterCrop(64), ra, T.PILToTensor()]))
     assert r.startswith("timm RandAugment (rand-m9-mstd0.5): resampling (1,)"), r
-    r = _reason(val_root, create_transform(224, is_training=True, interpolation="random"))
-    assert r == ("timm RandomResizedCropAndInterpolation(interpolation='random'): a random choice of bilinear or "
-                 "bicubic per image has no native mapping"), r
     r = _reason(val_root, create_transform(224, is_training=True, re_prob=0.25, re_mode="rand"))
     assert r.startswith("timm RandomErasing(mode='rand', count=(1, 1)): one standard normal colour per channel"), r
     r = _reason(val_root, create_transform(224, is_training=True, re_prob=0.25, re_count=3))

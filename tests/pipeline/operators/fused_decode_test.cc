@@ -180,6 +180,36 @@ TEST_F(FusedDecodeTest, RandomCropWithoutDctEqualsDecodeCropResize) {
   }
 }
 
+// random_interpolation: each sample's filter drawn after its window from the same stream (timm's
+// RandomResizedCropAndInterpolation(interpolation='random')), with Pillow's arithmetic; both
+// filters turn up, and each sample equals decode + crop + resize with its own.
+TEST_F(FusedDecodeTest, RandomInterpolationDrawsEachSamplesFilterAfterItsWindow) {
+  Photos photos;
+  const std::vector<std::string> names = {"bilinear", "bicubic"};
+  const auto samples = run_decoder(photos.folder.root(), {{"random_crop", "resized"}, {"resize", {96, 96}},
+                                                          {"dct_scaling", false}, {"pillow", true},
+                                                          {"random_interpolation", names}});
+  ASSERT_EQ(samples.size(), 18u);
+  int drawn[2] = {0, 0};
+  for (const Sample& s : samples) {
+    const Tensor full = decode_full(testing::read_file(s.path));
+    RandomStream rng(RandomStream::key_for(7, "decode"), s.epoch, s.position);
+    StreamDraws draws(rng);
+    const CropWindow w = random_resized_crop_window({full.shape()[0], full.shape()[1]}, {}, draws);
+    const uint64_t k = rng.below(2);
+    ++drawn[k];
+    kernels::ResizeOptions o;
+    o.filter = kernels::parse_resize_filter(names[k].c_str());
+    o.pillow = true;
+    kernels::ResizeWorkspace ws;
+    Tensor want = Tensor::empty({96, 96, 3}, DType::kU8, Layout::kHWC);
+    ASSERT_TRUE(kernels::resize(ConstTensorView(full.view()).crop_hw(w.top, w.left, w.height, w.width), want.view(), o, ws).is_ok());
+    EXPECT_TRUE(same_pixels(s.pixels, want)) << s.path << " with " << names[k];
+  }
+  EXPECT_GT(drawn[0], 0);
+  EXPECT_GT(drawn[1], 0);
+}
+
 // The JPEG entry-point index (built on a file's first decode, used from then on) changes no
 // pixel: three epochs of random crops with it equal those without it, sample for sample.
 TEST_F(FusedDecodeTest, JpegIndexChangesNoPixelOverEpochs) {
@@ -267,6 +297,10 @@ TEST_F(FusedDecodeTest, BadArgumentsNameTheArgument) {
   EXPECT_NE(message({{"scale", {0.9, 0.1}}}).find("argument \"scale\""), std::string::npos);
   EXPECT_NE(message({{"max_size", 300}}).find("argument \"max_size\""), std::string::npos);
   EXPECT_NE(message({{"resize", {256}}, {"max_size", 100}}).find("argument \"resize\""), std::string::npos);
+  EXPECT_NE(message({{"random_interpolation", std::vector<std::string>{"bilinear", "area"}}})
+                .find("argument \"random_interpolation\" each element must be one of"),
+            std::string::npos)
+      << message({{"random_interpolation", std::vector<std::string>{"bilinear", "area"}}});
 }
 
 }  // namespace

@@ -76,6 +76,34 @@ TEST_F(GeometryOpsTest, RandomResizedCropEqualsKernelOnTheReplayedWindow) {
   }
 }
 
+// random_interpolation: the filter drawn from the same stream after the window (timm's 'random').
+TEST_F(GeometryOpsTest, RandomResizedCropDrawsItsFilterAfterTheWindow) {
+  const OpRun run = run_op(root(), [](PipelineSpec& s, TensorRef images) {
+    return std::vector<TensorRef>{s.add("random_resized_crop", {images},
+                                        {{"size", {64, 48}}, {"pillow", true},
+                                         {"random_interpolation", std::vector<std::string>{"nearest", "bicubic"}}},
+                                        {}, "rrc")[0]};
+  });
+  kernels::ResizeWorkspace ws;
+  int drawn[2] = {0, 0};
+  for (size_t k = 0; k < run.images().size(); ++k) {
+    const Tensor& in = run.images()[k];
+    RandomStream rng(RandomStream::key_for(11, "rrc"), run.epochs[k], run.positions[k]);
+    StreamDraws draws(rng);
+    const CropWindow w = random_resized_crop_window({in.shape()[0], in.shape()[1]}, {}, draws);
+    const uint64_t f = rng.below(2);
+    ++drawn[f];
+    kernels::ResizeOptions o{f ? kernels::ResizeFilter::kCubic : kernels::ResizeFilter::kNearest, true};
+    o.pillow = true;
+    const Tensor want = by_kernel({64, 48, 3}, DType::kU8, Layout::kHWC, [&](const TensorView& out) {
+      return kernels::resize(ConstTensorView(in.view()).crop_hw(w.top, w.left, w.height, w.width), out, o, ws);
+    });
+    EXPECT_TRUE(same_tensor(run.outputs[0][k], want)) << k;
+  }
+  EXPECT_GT(drawn[0], 0);
+  EXPECT_GT(drawn[1], 0);
+}
+
 TEST_F(GeometryOpsTest, PadEqualsKernelForEveryMode) {
   for (const char* mode : {"constant", "edge", "reflect", "symmetric"}) {
     const OpRun run = run_op(root(), [&](PipelineSpec& s, TensorRef images) {
