@@ -15,11 +15,13 @@ transform is rewritten as one, so the torchvision mapping (_transforms.py) does 
   torchvision retries; that needs a window under half a pixel, where timm's resize fails.
   ``interpolation='random'`` (train.py's default: bilinear or bicubic per image, drawn after
   the window) -> ``RandomInterpolationCrop``, the resize's ``random_interpolation``.
-- ``RandomErasing`` (per image: one ``random.random() > p`` test, then ``count`` rectangles of
-  area fraction U(min_area, max_area) / count, log-uniform aspect h / w, 10 tries each) ->
-  ``RandomErasing(p, scale, ratio, value=0)`` for mode 'const' and ``value='random'``
-  (per-element standard normal) for 'pixel'; a fixed count > 1 is that many rectangles bound
-  to one draw of p. 'rand' (one normal colour per channel) and a random count stay unmapped.
+- ``RandomErasing`` (per image: one ``random.random() > p`` test, a count (fixed, or
+  ``random.randint(min_count, max_count)``), then ``count`` rectangles of area fraction
+  U(min_area, max_area) / count, log-uniform aspect h / w, 10 tries each) -> ``CountedErasing``,
+  a torchvision ``RandomErasing(p, scale, ratio, value=0)`` for mode 'const', ``value='random'``
+  (per-element standard normal) for 'pixel', with the count range and, for 'rand', one
+  standard normal colour per channel: the random_erasing operator's ``count`` and
+  ``random_color``.
   ``num_splits`` acts on batches only and ``device`` only says where noise is drawn.
 - ``RandAugment`` and ``AutoAugment`` (timm's own, of timm's ``AugmentOp``) -> the
   ``timm_augment`` operator (a NativeOp): the ops by name with their probabilities and
@@ -53,13 +55,15 @@ class NativeOp:
 
 
 class CountedErasing(T.RandomErasing):
-    """RandomErasing erasing `count` rectangles (area fraction scaled by 1 / count) after one
-    draw of p: timm's fixed count. Maps as RandomErasing (it overrides no behaviour), read with
-    its count by _transforms._erasing; never called (the torch path runs timm's own)."""
+    """timm's RandomErasing: after one draw of p, a count uniform in `count` (low, high), then
+    that many rectangles (area fraction scaled by 1 / count), each set to `value` or, with
+    `random_color`, to one standard normal value per channel. Maps as RandomErasing (it
+    overrides no behaviour), read with its count by _transforms._erasing; never called (the
+    torch path runs timm's own)."""
 
-    def __init__(self, count: int, **kwargs: Any):
+    def __init__(self, count: Tuple[int, int], random_color: bool = False, **kwargs: Any):
         super().__init__(**kwargs)
-        self.count = count
+        self.count, self.random_color = (int(count[0]), int(count[1])), bool(random_color)
 
 
 class RandomInterpolationCrop(T.RandomResizedCrop):
@@ -105,20 +109,16 @@ def _rrc(t: Any) -> Any:
 
 def _erasing(t: Any) -> Any:
     name = f"timm RandomErasing(mode={t.mode!r}, count=({t.min_count}, {t.max_count}))"
-    if t.mode == "rand":
-        return Unmapped(t, f"{name}: one standard normal colour per channel has no native mapping "
-                           "(random_erasing erases with a constant or per-element normal values)")
-    if t.min_count != t.max_count:
-        return Unmapped(t, f"{name}: a random number of rectangles per image has no native mapping "
-                           "(a fixed count is native)")
-    count = int(t.min_count)
-    if count < 1:
-        return Unmapped(t, f"{name}: count {count} erases nothing: use no RandomErasing")
+    if t.mode not in ("", "const", "rand", "pixel"):
+        return Unmapped(t, f"{name}: mode {t.mode!r} is not one of timm's")
+    count = (int(t.min_count), int(t.max_count))
+    if count[1] < 1:
+        return Unmapped(t, f"{name}: count {count[1]} erases nothing: use no RandomErasing")
     value: Any = "random" if t.mode == "pixel" else 0
     ratio = (math.exp(t.log_aspect_ratio[0]), math.exp(t.log_aspect_ratio[1]))
     try:
-        return CountedErasing(count, p=float(t.probability), scale=(float(t.min_area), float(t.max_area)),
-                              ratio=ratio, value=value)
+        return CountedErasing(count, random_color=t.mode == "rand", p=float(t.probability),
+                              scale=(float(t.min_area), float(t.max_area)), ratio=ratio, value=value)
     except (ValueError, TypeError) as e:
         return Unmapped(t, f"{name}: {e}")
 

@@ -662,15 +662,13 @@ def _erasing(t: Any, x: DataNode) -> DataNode:
         values: Dict[str, Any] = {"random_values": True}
     else:
         values = {"value": [float(v)] if isinstance(v, (int, float)) else [float(a) for a in v]}
-    count = t.count if isinstance(t, CountedErasing) else 1  # timm's: 1 / count the area each, one draw of p
-    p: Any = float(t.p)
-    if count > 1 and 0 < p < 1:
-        _require("coin_flip")
-        p = fn.coin_flip(probability=p)
-    for _ in range(count):
-        x = fn.random_erasing(x, probability=p, scale=[float(s) / count for s in t.scale],
-                              ratio=[float(r) for r in t.ratio], **values)
-    return x
+    if isinstance(t, CountedErasing) and (t.count != (1, 1) or t.random_color):  # timm's
+        _require("random_erasing", "count", "random_color")
+        values["count"] = list(t.count)
+        if t.random_color:
+            values = {"random_color": True, "count": list(t.count)}
+    return fn.random_erasing(x, probability=float(t.p), scale=[float(s) for s in t.scale],
+                             ratio=[float(r) for r in t.ratio], **values)
 
 
 def _pad(padding: Any, fill: Any, mode: str, x: DataNode) -> DataNode:

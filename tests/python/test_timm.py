@@ -2,8 +2,8 @@
 ToNumpy, RandomResizedCropAndInterpolation and RandomErasing map onto the torchvision mapping;
 timm's RandAugment and AutoAugment onto the timm_augment operator (every op bit-exact with
 timm's on the same PIL image; policies with timm's law); interpolation='random' (train.py's
-default) onto the resize's random_interpolation; what does not map (AugMix, re_mode='rand', a
-random re_count) falls back with a reason naming it. Needs timm (not a dependency): skipped without it.
+default) onto the resize's random_interpolation; RandomErasing's modes and counts onto
+random_erasing; what does not map (AugMix) falls back with a reason naming it. Needs timm (not a dependency): skipped without it.
 
     PYTHONPATH=build/python build/venv-timm/bin/python -m pytest tests/python/test_timm.py
 """
@@ -160,9 +160,9 @@ def _erased_fractions(dl, epochs=3):
     return np.array(out)
 
 
-@pytest.mark.parametrize("count", [1, 3])
+@pytest.mark.parametrize("count", [(1, 1), (3, 3), (1, 3)], ids=["1", "3", "1-3"])
 def test_const_erasing_has_timms_distribution(val_root, count):
-    erase = RandomErasing(0.5, mode="const", min_count=count, max_count=count, device="cpu")
+    erase = RandomErasing(0.5, mode="const", min_count=count[0], max_count=count[1], device="cpu")
     tf = T.Compose([T.Resize(64), T.CenterCrop(56), MaybeToTensor(), T.Normalize((0.485, 0.456, 0.406),
                                                                                  (0.229, 0.224, 0.225)), erase])
     ours = _erased_fractions(native(val_root, tf, batch_size=32, seed=1))
@@ -186,6 +186,27 @@ def test_pixel_erasing_draws_standard_normal_values(val_root):
     vals = torch.cat([a[a != b] for (a, _), (b, _) in zip(erased, plain)])
     assert diff.float().mean() > 0.05
     assert abs(vals.mean().item()) < 0.05 and abs(vals.std().item() - 1) < 0.05
+
+
+def test_rand_erasing_is_one_normal_colour_per_channel(val_root):
+    """mode 'rand' (re_mode='rand'): each rectangle one standard normal value per channel."""
+    base = [T.Resize(64), T.CenterCrop(56), MaybeToTensor(), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))]
+    erase = RandomErasing(1.0, mode="rand", device="cpu")
+    plain = batches(native(val_root, T.Compose(base), batch_size=32))
+    erased = batches(native(val_root, T.Compose(base + [erase]), batch_size=32, seed=2))
+    colours = []
+    for (a, _), (b, _) in zip(erased, plain):
+        for x, y in zip(a, b):
+            changed = (x != y).any(dim=0)
+            if not changed.any():
+                continue
+            ys, xs = changed.nonzero(as_tuple=True)
+            box = x[:, ys.min():ys.max() + 1, xs.min():xs.max() + 1]
+            assert bool((box == box[:, :1, :1]).all()), "not one value per channel"
+            colours += box[:, 0, 0].tolist()
+    colours = torch.tensor(colours)
+    assert len(colours) > 60
+    assert abs(colours.mean().item()) < 5 / math.sqrt(len(colours)) and abs(colours.std().item() - 1) < 0.3
 
 
 # ---- timm's RandAugment and AutoAugment: timm_augment ------------------------------------
@@ -329,10 +350,8 @@ def test_fallback_reasons_name_timms_transforms(val_root):
     ra = rand_augment_transform("rand-m9-mstd0.5", {"interpolation": Image.LANCZOS})
     r = _reason(val_root, T.Compose([T.CenterCrop(64), ra, T.PILToTensor()]))
     assert r.startswith("timm RandAugment (rand-m9-mstd0.5): resampling (1,)"), r
-    r = _reason(val_root, create_transform(224, is_training=True, re_prob=0.25, re_mode="rand"))
-    assert r.startswith("timm RandomErasing(mode='rand', count=(1, 1)): one standard normal colour per channel"), r
-    r = _reason(val_root, create_transform(224, is_training=True, re_prob=0.25, re_count=3))
-    assert r.startswith("timm RandomErasing(mode='const', count=(1, 3)): a random number of rectangles"), r
+    for kw in (dict(re_mode="rand"), dict(re_count=3), dict(re_mode="pixel", re_count=2)):
+        native(val_root, create_transform(64, is_training=True, re_prob=0.25, **kw), batch_size=4)
     r = _reason(val_root, T.Compose([T.Resize(64), ToTensor()]))
     assert r.startswith("timm ToTensor(dtype=torch.float32): unscaled pixel values"), r
     r = _reason(val_root, create_transform(224, crop_pct=0.875, crop_mode="border"))

@@ -274,6 +274,62 @@ TEST_F(RandomErasingTest, HwcLayoutAndOneValueForAllChannels) {
   EXPECT_GT(erased, 4);
 }
 
+// timm's RandomErasing: a count drawn in [1, 3] per erased image, then that many rectangles, each
+// with the area fraction divided by the count; the erased elements are exactly their union.
+TEST_F(RandomErasingTest, CountRangeErasesTheReplayedRectangles) {
+  const OpRun run = run_erasing(root(), {{"probability", 0.8}, {"scale", {0.1, 0.4}}, {"value", {1e4}}, {"count", {1, 3}}},
+                                {.batch_size = 4, .num_threads = 2, .seed = 5}, 4);
+  int counts[4] = {0, 0, 0, 0};
+  for (size_t k = 0; k < run.images().size(); ++k) {
+    RandomStream rng(RandomStream::key_for(5, "erase"), run.epochs[k], run.positions[k]);
+    std::vector<uint8_t> want(40 * 56, 0);
+    if (static_cast<double>(rng.uniform()) < 0.8) {
+      const int64_t count = 1 + static_cast<int64_t>(rng.below(3));
+      ++counts[count];
+      for (int64_t r = 0; r < count; ++r) {
+        StreamDraws draws(rng);
+        const auto w = random_erasing_window({40, 56}, {0.1 / count, 0.4 / count, 0.3, 3.3}, draws);
+        if (!w) continue;
+        for (int64_t y = w->top; y < w->top + w->height; ++y)
+          for (int64_t x = w->left; x < w->left + w->width; ++x) want[y * 56 + x] = 1;
+      }
+    } else {
+      ++counts[0];
+    }
+    const float* out = run.outputs[0][k].typed<float>();
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t e = 0; e < 40 * 56; ++e) ASSERT_EQ(out[c * 40 * 56 + e] == 1e4f, want[e] == 1) << k << " " << c << " " << e;
+  }
+  EXPECT_GT(counts[0], 0);
+  EXPECT_GT(counts[1], 0);
+  EXPECT_GT(counts[2], 0);
+  EXPECT_GT(counts[3], 0);
+}
+
+// timm's mode 'rand': one standard normal value per channel for the whole rectangle.
+TEST_F(RandomErasingTest, RandomColorIsOneNormalValuePerChannel) {
+  const OpRun run = run_erasing(root(), {{"probability", 1.0}, {"scale", {0.2, 0.3}}, {"random_color", true}},
+                                {.batch_size = 4, .num_threads = 2, .seed = 4}, 6);
+  std::vector<double> colours;
+  for (size_t k = 0; k < run.images().size(); ++k) {
+    const std::optional<CropWindow> r = changed_rect(run.outputs[0][k], run.outputs[1][k]);
+    if (!r) continue;
+    const float* out = run.outputs[0][k].typed<float>();
+    for (int64_t c = 0; c < 3; ++c) {
+      const float v = out[(c * 40 + r->top) * 56 + r->left];
+      for (int64_t y = r->top; y < r->top + r->height; ++y)
+        for (int64_t x = r->left; x < r->left + r->width; ++x) ASSERT_EQ(out[(c * 40 + y) * 56 + x], v) << k;
+      colours.push_back(v);
+    }
+  }
+  ASSERT_GT(colours.size(), 100u);
+  double sum = 0, sum2 = 0;
+  for (double v : colours) sum += v, sum2 += v * v;
+  const double n = static_cast<double>(colours.size()), mean = sum / n, var = sum2 / n - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 5 / std::sqrt(n));
+  EXPECT_NEAR(var, 1.0, 5 * std::sqrt(2.0 / n));
+}
+
 TEST_F(RandomErasingTest, BadArgumentsNameTheArgument) {
   auto error = [&](PipelineSpec::Args args) {
     try {
@@ -291,6 +347,8 @@ TEST_F(RandomErasingTest, BadArgumentsNameTheArgument) {
   EXPECT_TRUE(has(error({{"ratio", {0.0, 2.0}}}), "argument \"ratio\" must be [low, high] with 0 < low"));
   EXPECT_TRUE(has(error({{"value", {1.0, 2.0}}}), "argument \"value\" has 2 values for 3 channels"));
   EXPECT_TRUE(has(error({{"probability", 1.5}}), "argument \"probability\""));
+  EXPECT_TRUE(has(error({{"count", {2, 1}}}), "argument \"count\" must be [low, high] with 0 <= low <= high"));
+  EXPECT_TRUE(has(error({{"random_values", true}, {"random_color", true}}), "exclude each other"));
   EXPECT_TRUE(has(testing::config_error(root(), "random_erasing", {}), "input must be CHW or HWC float32 images"));
 }
 
