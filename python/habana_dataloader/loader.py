@@ -71,6 +71,17 @@ def _say_once(msg: str, category=RuntimeWarning, stacklevel: int = 3) -> None:
     warnings.warn(msg, category, stacklevel=stacklevel + 1)
 
 
+def _python_tail_would_take(transform: Any, jpeg_index_mb: int) -> Optional[List[str]]:
+    """The transforms python_tail=True would run in Python for `transform`, or None when a
+    Python tail would not make it native either."""
+    try:
+        wire = image_graph(transform, jpeg_index_mb=jpeg_index_mb, python_tail=True)
+    except Unsupported:
+        return None
+    names = [name for tail in getattr(wire, "python_tails", []) for name in tail.names()]
+    return names or None
+
+
 def _unlink(path: str) -> None:
     try:
         os.unlink(path)
@@ -251,6 +262,10 @@ class HabanaDataLoader(DataLoader[T_co]):
             self._drop_pipeline()
             if strict:
                 raise ValueError(f"HabanaDataLoader(strict=True) cannot run natively: {self.fallback_reason}")
+            hint = getattr(self, "_tail_hint", None)
+            if hint:
+                self.fallback_reason += (f" (python_tail=True would run decode and the mappable transforms natively and "
+                                         f"only {', '.join(hint)} in Python inside the pipeline)")
             _say_once(f"HabanaDataLoader: using torch.utils.data.DataLoader because {self.fallback_reason}")
             for w in torch_warnings:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -276,6 +291,8 @@ class HabanaDataLoader(DataLoader[T_co]):
     def _plan(self, a: Dict[str, Any]) -> None:
         """Raises Unsupported listing every reason the loader cannot run natively."""
         reasons: List[str] = []
+        self._tail_hint: Optional[List[str]] = None  # what python_tail=True would run in Python
+        tail_blockers = 0
         if a["batch_size"] is None and a["batch_sampler"] is None:
             reasons.append("batch_size=None (no automatic batching)")
         bs = self.batch_sampler
@@ -307,6 +324,9 @@ class HabanaDataLoader(DataLoader[T_co]):
                                              python_tail=self.python_tail and not reasons)
                     self._multi_view = views_of(source.transform) is not None
                 except Unsupported as e:
+                    if not self.python_tail and not reasons:  # the transform is the only blocker so far
+                        self._tail_hint = _python_tail_would_take(source.transform, self.jpeg_index_mb)
+                        tail_blockers = len(e.reasons)
                     reasons += e.reasons
         # What a collate_fn other than default_collate does to default_collate's batch:
         # f(*default_collate(batch)) (MixUp/CutMix), timm's fast_collate (a tuple).
@@ -320,6 +340,8 @@ class HabanaDataLoader(DataLoader[T_co]):
             except Unsupported as e:
                 reasons += e.reasons
         if reasons:
+            if len(reasons) > tail_blockers:  # blockers a Python tail cannot take: no hint
+                self._tail_hint = None
             raise Unsupported(reasons)
         self._source = source
         if self._video is not None:

@@ -50,6 +50,14 @@ def test_off_by_default_and_the_reason_stays(val_root):
         dl = HabanaDataLoader(torchvision.datasets.ImageFolder(str(val_root), T.Compose([Posterize3(), T.ToTensor()])),
                               batch_size=4)
     assert not dl.native and "Posterize3" in dl.fallback_reason and dl.python_transforms == []
+    # The fallback says what python_tail=True would take, only when that would make it native.
+    assert dl.fallback_reason.endswith("(python_tail=True would run decode and the mappable transforms natively and "
+                                       "only Posterize3 in Python inside the pipeline)"), dl.fallback_reason
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dl = HabanaDataLoader(torchvision.datasets.ImageFolder(str(val_root), T.Compose([Posterize3(), T.ToTensor()])),
+                              batch_size=4, collate_fn=lambda b: b)
+    assert not dl.native and "python_tail" not in dl.fallback_reason, dl.fallback_reason
 
 
 def test_only_the_unmapped_transform_runs_in_python_and_equals_torch(val_root):
