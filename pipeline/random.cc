@@ -1,6 +1,7 @@
 #include "pipeline/random.h"
 
 #include <numbers>
+#include <vector>
 
 namespace hdl {
 
@@ -44,6 +45,46 @@ double RandomStream::normal() {
   while (u1 <= 0.0) u1 = uniform_double();
   const double u2 = uniform_double();
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+namespace {
+
+// A uniform in (0, 1).
+double open_uniform(RandomStream& rng) {
+  double u = rng.uniform_double();
+  while (u <= 0.0) u = rng.uniform_double();
+  return u;
+}
+
+}  // namespace
+
+double RandomStream::gamma(double a) {
+  if (a < 1.0) return gamma(a + 1.0) * std::pow(open_uniform(*this), 1.0 / a);
+  const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x, v;
+    do {
+      x = normal();
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    const double u = open_uniform(*this);
+    if (u < 1.0 - 0.0331 * x * x * x * x || std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+  }
+}
+
+double RandomStream::beta(double a, double b) {
+  const double x = gamma(a), y = gamma(b);
+  return x + y > 0 ? x / (x + y) : 0.5;
+}
+
+void RandomStream::dirichlet(double alpha, std::span<float> out) {
+  double g[64], sum = 0;
+  const size_t n = out.size();
+  std::vector<double> big(n > 64 ? n : 0);
+  double* v = n > 64 ? big.data() : g;
+  for (size_t i = 0; i < n; ++i) sum += (v[i] = gamma(alpha));
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(sum > 0 ? v[i] / sum : 1.0 / static_cast<double>(n));
 }
 
 void RandomStream::normal_fill(float* out, size_t n) {

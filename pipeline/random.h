@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "media/api.h"
@@ -73,6 +74,13 @@ class RandomStream {
   void normal_fill(float* out, size_t n);
   /// True with probability p.
   bool bernoulli(double p) { return uniform_double() < p; }
+  /// Gamma(a, 1) (Marsaglia and Tsang; below a = 1 boosted with U^(1/a)). Precondition: a > 0.
+  double gamma(double a);
+  /// Beta(a, b) as G_a / (G_a + G_b). Precondition: a, b > 0.
+  double beta(double a, double b);
+  /// A Dirichlet(alpha, ..., alpha) draw of out.size() weights (normalised gamma variates in
+  /// double, stored as float32 as torch's and numpy's float32 casts give them).
+  void dirichlet(double alpha, std::span<float> out);
 
  private:
   void refill() {

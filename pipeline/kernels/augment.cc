@@ -95,6 +95,25 @@ void blend_with(const ConstTensorView& src, const TensorView& dst, double factor
 
 }  // namespace
 
+Status blend_images(const ConstTensorView& a, const ConstTensorView& b, const TensorView& dst, double alpha) {
+  HDL_RETURN_IF_ERROR(check("blend_images", a, dst));
+  if (b.shape != a.shape || b.dtype != DType::kU8)
+    return Status::invalid_argument("blend_images: the images differ in shape: " + a.shape.to_string() + " and " +
+                                    b.shape.to_string());
+  const float f = static_cast<float>(alpha);
+  const int64_t C = a.shape[2];
+  for (int64_t y = 0; y < a.shape[0]; ++y) {
+    const uint8_t* pa = a.typed<uint8_t>() + y * a.strides[0];
+    const uint8_t* pb = b.typed<uint8_t>() + y * b.strides[0];
+    uint8_t* pd = dst.typed<uint8_t>() + y * dst.strides[0];
+    for (int64_t x = 0; x < a.shape[1]; ++x)
+      for (int64_t c = 0; c < C; ++c)
+        pd[x * dst.strides[1] + c * dst.strides[2]] =
+            blend(f, pa[x * a.strides[1] + c * a.strides[2]], pb[x * b.strides[1] + c * b.strides[2]]);
+  }
+  return Status::ok();
+}
+
 Status posterize(const ConstTensorView& src, const TensorView& dst, int bits) {
   if (bits < 0 || bits > 8) return Status::invalid_argument("posterize: bits must be in [0, 8], got " + std::to_string(bits));
   const int mask = ~((1 << (8 - bits)) - 1);

@@ -61,5 +61,10 @@ Status enhance_contrast(const ConstTensorView& src, const TensorView& dst, doubl
 /// smaller than 3x3 are unchanged by the filter, as in Pillow. `src` and `dst` must not overlap.
 Status enhance_sharpness(const ConstTensorView& src, const TensorView& dst, double factor);
 
+/// Image.blend(a, b, alpha): a + alpha * (b - a) per value in float32 with a float32 alpha,
+/// truncated (and clipped, for alpha outside [0, 1]), as Pillow's Blend.c. Views of one shape;
+/// `dst` may be `a` or `b`.
+Status blend_images(const ConstTensorView& a, const ConstTensorView& b, const TensorView& dst, double alpha);
+
 }  // namespace hdl::kernels
 HDL_API_END

@@ -17,36 +17,10 @@ constexpr double kRadToDeg = 180.0 / 3.14159265358979323846;
 // torchvision AugMix._PARAMETER_MAX: the tables have 10 bins.
 constexpr int kBins = 10;
 
-// A uniform in (0, 1).
-double open_uniform(RandomStream& rng) {
-  double u = rng.uniform_double();
-  while (u <= 0.0) u = rng.uniform_double();
-  return u;
-}
-
-// Gamma(a, 1) by Marsaglia and Tsang (a >= 1), boosted with U^(1/a) below 1.
-double gamma(double a, RandomStream& rng) {
-  if (a < 1.0) return gamma(a + 1.0, rng) * std::pow(open_uniform(rng), 1.0 / a);
-  const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
-  for (;;) {
-    double x, v;
-    do {
-      x = rng.normal();
-      v = 1.0 + c * x;
-    } while (v <= 0.0);
-    v = v * v * v;
-    const double u = open_uniform(rng);
-    if (u < 1.0 - 0.0331 * x * x * x * x || std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
-  }
-}
-
 // A Dirichlet(alpha, ..., alpha) draw of n weights, as float32 like torch's.
 std::vector<float> dirichlet(double alpha, int n, RandomStream& rng) {
-  std::vector<double> g(static_cast<size_t>(n));
-  double sum = 0;
-  for (double& v : g) sum += (v = gamma(alpha, rng));
   std::vector<float> out(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) out[i] = static_cast<float>(sum > 0 ? g[i] / sum : 1.0 / n);
+  rng.dirichlet(alpha, out);
   return out;
 }
 

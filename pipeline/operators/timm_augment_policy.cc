@@ -85,6 +85,13 @@ void validate(const TimmAugmentParams& p) {
   if (!std::isfinite(p.translate_pct) || !std::isfinite(p.translate_const))
     bad("arguments \"translate_pct\" and \"translate_const\" must be finite");
   if (p.filters.empty()) bad("argument \"interpolation\" needs at least one filter");
+  if (p.policy == TimmAugmentParams::Policy::kAugMix) {
+    if (n == 0) bad("argument \"ops\": augmix needs at least one op");
+    if (p.width < 1 || p.width > 64) bad("argument \"width\" must be in [1, 64]");
+    if (p.depth > 64) bad("argument \"depth\" must be at most 64");
+    if (!(p.alpha > 0) || !std::isfinite(p.alpha)) bad("argument \"alpha\" must be finite and > 0");
+    return;
+  }
   if (p.policy == TimmAugmentParams::Policy::kAutoAugment) {
     if (p.groups.empty()) bad("argument \"groups\": an auto_augment policy needs at least one sub-policy");
     int64_t sum = 0;
@@ -137,6 +144,52 @@ double timm_level_arg(const TimmAugmentParams& p, TimmOp op, double level, bool 
   return 0;
 }
 
+namespace {
+
+// Each chosen op's draws, in order: skipped when u > probability, the level (noise, clamped to
+// [0, magnitude_max or 10]), the sign, the filter, the blur radius.
+std::vector<TimmStep> draw_steps(const TimmAugmentParams& p, const std::vector<size_t>& chosen, int64_t height,
+                                 int64_t width, RandomStream& rng) {
+  std::vector<TimmStep> steps;
+  const double upper = p.magnitude_max > 0 ? p.magnitude_max : kLevelDenom;
+  for (size_t i : chosen) {
+    const double prob = p.probabilities[i];
+    if (prob < 1.0 && rng.uniform_double() > prob) continue;
+    double level = p.magnitudes[i];
+    if (p.magnitude_uniform)
+      level = rng.uniform(0.0, level);
+    else if (p.magnitude_std > 0)
+      level = level + p.magnitude_std * rng.normal();
+    level = std::max(0., std::min(level, upper));
+    TimmStep s;
+    s.op = p.ops[i];
+    const bool negate = has_level(s.op) && takes_sign(s.op) && rng.uniform_double() > 0.5;
+    s.arg = timm_level_arg(p, s.op, level, negate, width, height);
+    if (timm_op_geometric(s.op))
+      s.filter = p.filters.size() == 1 ? p.filters[0] : p.filters[rng.below(p.filters.size())];
+    if (s.op == O::kGaussianBlurRand) s.arg = rng.uniform(0.1, 2.0 * s.arg);  // the radius
+    steps.push_back(s);
+  }
+  return steps;
+}
+
+}  // namespace
+
+TimmAugMixDraw draw_timm_augmix(const TimmAugmentParams& p, int64_t height, int64_t width, RandomStream& rng) {
+  TimmAugMixDraw d;
+  d.weights.resize(static_cast<size_t>(p.width));
+  rng.dirichlet(p.alpha, d.weights);
+  d.blend = static_cast<float>(rng.beta(p.alpha, p.alpha));
+  std::vector<size_t> chosen;
+  for (int c = 0; c < p.width; ++c) {
+    const int depth = p.depth > 0 ? p.depth : 1 + static_cast<int>(rng.below(3));
+    chosen.clear();
+    for (int k = 0; k < depth; ++k) chosen.push_back(static_cast<size_t>(rng.below(p.ops.size())));
+    d.chains.push_back(draw_steps(p, chosen, height, width, rng));
+  }
+  return d;
+}
+
 std::vector<TimmStep> draw_timm_augment(const TimmAugmentParams& p, int64_t height, int64_t width,
                                         RandomStream& rng) {
   // Which ops, in the order they apply.
@@ -167,28 +220,7 @@ std::vector<TimmStep> draw_timm_augment(const TimmAugmentParams& p, int64_t heig
       w[k] = 0;
     }
   }
-
-  std::vector<TimmStep> steps;
-  const double upper = p.magnitude_max > 0 ? p.magnitude_max : kLevelDenom;
-  for (size_t i : chosen) {
-    const double prob = p.probabilities[i];
-    if (prob < 1.0 && rng.uniform_double() > prob) continue;
-    double level = p.magnitudes[i];
-    if (p.magnitude_uniform)
-      level = rng.uniform(0.0, level);
-    else if (p.magnitude_std > 0)
-      level = level + p.magnitude_std * rng.normal();
-    level = std::max(0., std::min(level, upper));
-    TimmStep s;
-    s.op = p.ops[i];
-    const bool negate = has_level(s.op) && takes_sign(s.op) && rng.uniform_double() > 0.5;
-    s.arg = timm_level_arg(p, s.op, level, negate, width, height);
-    if (timm_op_geometric(s.op))
-      s.filter = p.filters.size() == 1 ? p.filters[0] : p.filters[rng.below(p.filters.size())];
-    if (s.op == O::kGaussianBlurRand) s.arg = rng.uniform(0.1, 2.0 * s.arg);  // the radius
-    steps.push_back(s);
-  }
-  return steps;
+  return draw_steps(p, chosen, height, width, rng);
 }
 
 Status apply_timm_step(const TimmStep& step, const ConstTensorView& src, const TensorView& dst,

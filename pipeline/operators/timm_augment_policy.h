@@ -1,5 +1,5 @@
-// timm's automatic augmentation (timm.data.auto_augment, timm 0.9 to 1.0): RandAugment and
-// AutoAugment built of timm's AugmentOp, separate from the operator so that a test can replay a
+// timm's automatic augmentation (timm.data.auto_augment, timm 0.9 to 1.0): RandAugment,
+// AutoAugment and AugMixAugment built of timm's AugmentOp, separate from the operator so that a test can replay a
 // sample's draws. timm differs from torchvision's policies (auto_augment_policy.h) in its op set
 // (SolarizeAdd, the *Increasing variants, relative translations, Desaturate, GaussianBlur), its
 // level-to-argument functions, a probability per op, Gaussian or uniform magnitude noise, a
@@ -45,7 +45,7 @@ bool timm_op_geometric(TimmOp op);
 /// One timm policy: the AugmentOps in order, each with its probability and magnitude, and the
 /// hyper-parameters they share.
 struct TimmAugmentParams {
-  enum class Policy { kRandAugment, kAutoAugment } policy = Policy::kRandAugment;
+  enum class Policy { kRandAugment, kAutoAugment, kAugMix } policy = Policy::kRandAugment;
   std::vector<TimmOp> ops;
   std::vector<double> probabilities;  ///< per op: applied when not (random() > p)
   std::vector<double> magnitudes;     ///< per op: level before noise and clamping
@@ -62,6 +62,9 @@ struct TimmAugmentParams {
   double translate_const = 250;    ///< TranslateX / Y (pixels) at level 10
   /// One filter: always it; several: random.choice among them per geometric op.
   std::vector<kernels::WarpFilter> filters = {kernels::WarpFilter::kBicubic};
+  int width = 3;       ///< kAugMix: chains mixed
+  int depth = -1;      ///< kAugMix: ops per chain; <= 0: uniform in {1, 2, 3} per chain
+  double alpha = 1.0;  ///< kAugMix: Dirichlet / Beta concentration
 };
 
 /// Checks sizes and ranges; throws ConfigError naming the argument.
@@ -88,6 +91,17 @@ double timm_level_arg(const TimmAugmentParams& p, TimmOp op, double level, bool 
 /// the level (noise, clamped to [0, magnitude_max or 10]), the sign, the filter, the blur radius.
 std::vector<TimmStep> draw_timm_augment(const TimmAugmentParams& p, int64_t height, int64_t width,
                                         RandomStream& rng);
+
+/// One image's AugMix draws (policy kAugMix), in AugMixAugment's order: the chain weights
+/// (numpy's dirichlet([alpha] * width) as float32), the final blend factor (beta(alpha, alpha)
+/// as float32), then per chain its depth and its ops (uniformly with replacement), each op's
+/// draws as draw_timm_augment's.
+struct TimmAugMixDraw {
+  std::vector<float> weights;
+  float blend = 0;
+  std::vector<std::vector<TimmStep>> chains;
+};
+TimmAugMixDraw draw_timm_augmix(const TimmAugmentParams& p, int64_t height, int64_t width, RandomStream& rng);
 
 /// timm's NAME_TO_OP[op](img, arg, fillcolor=fill, resample=filter) on a PIL image, written to
 /// `dst` (same shape as `src`, not overlapping). `fill`: one value or one per channel.

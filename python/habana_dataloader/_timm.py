@@ -27,7 +27,9 @@ transform is rewritten as one, so the torchvision mapping (_transforms.py) does 
   ``timm_augment`` operator (a NativeOp): the ops by name with their probabilities and
   magnitudes, and the hyper-parameters all ops share (magnitude noise, mmax, translation,
   resampling, fill); ops that differ in those, resampling other than nearest / bilinear /
-  bicubic, or an op class or function that is not timm's stay unmapped. ``AugMixAugment`` too.
+  bicubic, or an op class or function that is not timm's stay unmapped. ``AugMixAugment``
+  (create_transform's 'augmix-m5-w4-d2') -> ``timm_augment`` with policy 'augmix' (its chains of
+  the same AugmentOps, the float32 mix and Image.blend); ``blended=True`` stays unmapped.
 """
 
 from __future__ import annotations
@@ -222,9 +224,19 @@ def _auto_augment(t: Any) -> Any:
     return NativeOp(t, "timm_augment", args)
 
 
-def _augmix(t: Any) -> Unmapped:
-    return Unmapped(t, f"timm AugMixAugment (width {t.width}, depth {t.depth}, alpha {t.alpha}): timm's op set "
-                       "has no native mapping (the augmix operator implements torchvision's AugMix)")
+def _augmix(t: Any) -> Any:
+    where = f"timm AugMixAugment (width {t.width}, depth {t.depth}, alpha {t.alpha})"
+    if t.blended:
+        return Unmapped(t, f"{where}: blended=True (timm's per-chain blend, 'not well tested') has no native mapping")
+    if not 1 <= int(t.width) <= 64 or int(t.depth) > 64 or not 1e-3 <= float(t.alpha) <= 1e6:
+        return Unmapped(t, f"{where}: width 1 to 64, depth up to 64 and alpha in [1e-3, 1e6] are native")
+    args = _augment_ops_args(list(t.ops), where)
+    if isinstance(args, Unmapped):
+        return Unmapped(t, args.reason)
+    if not args["ops"]:
+        return Unmapped(t, f"{where}: no ops")
+    args.update(policy="augmix", width=int(t.width), depth=int(t.depth) if t.depth > 0 else -1, alpha=float(t.alpha))
+    return NativeOp(t, "timm_augment", args)
 
 
 def _to_tensor(t: Any) -> Unmapped:

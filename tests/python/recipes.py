@@ -382,8 +382,9 @@ def v2_recipes() -> Dict[str, Builder]:
 TIMM_RECIPES = ["timm create_transform train (rand-m9-mstd0.5-inc1, reprob 0.25)", "timm eval",
                 "timm create_transform train (default)", "DeiT train", "MAE fine-tune train",
                 "timm train.py (ImageDataset, prefetcher: ToNumpy + fast_collate)",
-                "timm validate.py (ImageDataset, prefetcher: ToNumpy + fast_collate)"]
-TIMM_MIN_NATIVE = 7  # all: timm's RandAugment (timm_augment), ImageDataset and fast_collate are native
+                "timm validate.py (ImageDataset, prefetcher: ToNumpy + fast_collate)",
+                "timm create_transform train (augmix-m5-w4-d2, reprob 0.25)"]
+TIMM_MIN_NATIVE = 8  # all: timm's RandAugment / AugMix (timm_augment), ImageDataset and fast_collate are native
 
 
 def _timm_folder(transform, split: str, **kw) -> Builder:
@@ -425,6 +426,8 @@ def timm_recipes() -> Dict[str, Builder]:
                                       shuffle=True, drop_last=True),
         TIMM_RECIPES[6]: _timm_folder(create_transform(224, crop_pct=0.875, interpolation="bicubic",
                                                        use_prefetcher=True), "validation"),
+        TIMM_RECIPES[7]: _plain(create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2",
+                                                 re_prob=0.25, interpolation="random"), shuffle=True),
     }
 
 

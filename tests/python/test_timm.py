@@ -3,7 +3,8 @@ ToNumpy, RandomResizedCropAndInterpolation and RandomErasing map onto the torchv
 timm's RandAugment and AutoAugment onto the timm_augment operator (every op bit-exact with
 timm's on the same PIL image; policies with timm's law); interpolation='random' (train.py's
 default) onto the resize's random_interpolation; RandomErasing's modes and counts onto
-random_erasing; what does not map (AugMix) falls back with a reason naming it. Needs timm (not a dependency): skipped without it.
+random_erasing; AugMix onto timm_augment's augmix policy; what does not map falls back with a
+reason naming it. Needs timm (not a dependency): skipped without it.
 
     PYTHONPATH=build/python build/venv-timm/bin/python -m pytest tests/python/test_timm.py
 """
@@ -18,14 +19,14 @@ import pytest
 import torch
 import torchvision
 import torchvision.transforms as T
-from PIL import Image
+from PIL import Image, ImageOps
 from torch.utils.data import DataLoader
 
 timm = pytest.importorskip("timm", reason="timm is not installed (not a dependency; build/venv-timm has it)")
 from timm.data import create_transform  # noqa: E402
 from timm.data.random_erasing import RandomErasing  # noqa: E402
 from timm.data import auto_augment as timm_aa  # noqa: E402
-from timm.data.auto_augment import auto_augment_transform, rand_augment_transform  # noqa: E402
+from timm.data.auto_augment import augment_and_mix_transform, auto_augment_transform, rand_augment_transform  # noqa: E402
 from timm.data.transforms import MaybeToTensor, RandomResizedCropAndInterpolation, ToTensor  # noqa: E402
 
 from habana_dataloader import HabanaDataLoader, Pipeline, fn  # noqa: E402
@@ -278,12 +279,15 @@ def _law_folder(root, aug, crop=48):
 
 
 @pytest.mark.parametrize("config", ["rand-m9-mstd0.5-inc1", "rand-m7-n3-mstd101-p0.8", "rand-m9-mstd0.5-tweights",
-                                    "rand-m10-n2-t3aw", "original-mstd0.5", "v0r", "3a"])
+                                    "rand-m10-n2-t3aw", "original-mstd0.5", "v0r", "3a", "augmix-m5-w4-d2",
+                                    "augmix-m3-w3", "augmix-m9-w2-d1-a0.5"])
 def test_timm_policies_are_native_with_timms_law(val_root, config):
     if PIL_REJECTS_ZERO_BITS and config in ("rand-m7-n3-mstd101-p0.8", "rand-m10-n2-t3aw"):
         pytest.skip(f"timm {timm.__version__}'s {config} raises under Pillow {PIL.__version__} (posterize to 0 bits)")
     hparams = {"translate_const": 21, "img_mean": IMG_MEAN}
-    aug = (rand_augment_transform if config.startswith("rand") else auto_augment_transform)(config, dict(hparams))
+    make = {"rand": rand_augment_transform, "augmix": augment_and_mix_transform}.get(config.split("-")[0],
+                                                                                   auto_augment_transform)
+    aug = make(config, dict(hparams))
     ds = _law_folder(val_root, aug)
     ours = mean_values(native(val_root, ds.transform, batch_size=16, seed=2, shuffle=False), 10)
     random.seed(0), np.random.seed(0)
@@ -291,6 +295,34 @@ def test_timm_policies_are_native_with_timms_law(val_root, config):
     plain = mean_values(DataLoader(_law_folder(val_root, T.Lambda(lambda x: x)), batch_size=16), 10)
     assert same_law(ours, theirs), config
     assert not np.allclose(ours, plain)
+
+
+def test_augmix_mix_and_blend_are_numpys_and_pillows(val_root, tmp_path):
+    """AugMix of one chain of one deterministic op (Invert): the mix is the chain (weight 1), so a
+    sample must be Image.blend(image, invert(image), m) for a float32 m within the bounds its
+    pixels put on m: checked over those float32 values, exactly."""
+    n, crop = 6, [40, 40]
+    lst = _decoded(val_root, tmp_path, n, crop)
+    images, mixed = _native_timm(lst, n, crop, policy="augmix", ops=["Invert"], probabilities=[1.0], magnitudes=[0.0],
+                                 width=1, depth=1)
+    for img, out in zip(images, mixed):
+        a, out = Image.fromarray(img.numpy()), out.numpy()
+        b = ImageOps.invert(a)
+        d = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+        o = out.astype(np.float64) - np.asarray(a, dtype=np.float64)
+        # trunc(a + m * d) == out bounds m per pixel; the float32 values in all the bounds are
+        # the candidates, and one of them must give Pillow's blend exactly.
+        pos, neg = d > 0, d < 0
+        lo = max((o[pos] / d[pos]).max(initial=0.0), ((o[neg] + 1) / d[neg]).max(initial=0.0))
+        hi = min(((o[pos] + 1) / d[pos]).min(initial=1.0), (o[neg] / d[neg]).min(initial=1.0))
+        assert lo <= hi, (lo, hi)
+        m, found = np.float32(lo), False
+        for _ in range(4096):
+            if m > hi or found:
+                break
+            found = np.array_equal(np.asarray(Image.blend(a, b, float(m))), out)
+            m = np.nextafter(m, np.float32(2))
+        assert found, (lo, hi)
 
 
 def test_rand_augment_sample_is_a_timm_outcome(val_root, tmp_path, monkeypatch):
@@ -342,10 +374,12 @@ def _reason(root, tf):
 
 
 def test_fallback_reasons_name_timms_transforms(val_root):
-    train = create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2", re_prob=0.25,
+    native(val_root, create_transform(64, is_training=True, auto_augment="augmix-m5-w4-d2", re_prob=0.25,
+                                      interpolation="bicubic"), batch_size=4)
+    train = create_transform(224, is_training=True, auto_augment="augmix-m5-w4-d2-b1", re_prob=0.25,
                              interpolation="bicubic")
     r = _reason(val_root, train)
-    assert r.startswith("timm AugMixAugment (width 4, depth 2, alpha 1.0): timm's op set"), r
+    assert r.startswith("timm AugMixAugment (width 4, depth 2, alpha 1.0): blended=True"), r
     assert "RandomErasing" not in r and "RandomResizedCrop" not in r and "ToTensor" not in r, r
     ra = rand_augment_transform("rand-m9-mstd0.5", {"interpolation": Image.LANCZOS})
     r = _reason(val_root, T.Compose([T.CenterCrop(64), ra, T.PILToTensor()]))

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -187,6 +188,49 @@ TEST(TimmAugmentPolicy, AutoAugmentDrawsOneSubPolicy) {
   expect_frequency(count[O::kInvert], n, 1.0 / 3, "Invert");
 }
 
+// AugMixAugment: Dirichlet(1) weights (each Beta(1, width - 1): mean 1 / width, summing to 1),
+// the blend factor Beta(alpha, alpha), depths uniform in {1, 2, 3}, ops uniform with
+// replacement, every op applied (probability 1).
+TEST(TimmAugmentPolicy, AugMixDrawsWeightsBlendDepthsAndOps) {
+  TimmAugmentParams p = rand_params({O::kEqualize, O::kRotate, O::kInvert, O::kShearX}, 1.0, 3);
+  p.policy = TimmAugmentParams::Policy::kAugMix;
+  p.width = 4;
+  p.magnitude_uniform = true;
+  validate(p);
+  const int64_t n = 20000;
+  double w0 = 0, w0_sq = 0, m = 0, m_sq = 0;
+  std::map<size_t, int64_t> depth;
+  std::map<O, int64_t> ops;
+  for (int64_t i = 0; i < n; ++i) {
+    RandomStream rng(12, 0, static_cast<uint64_t>(i));
+    const TimmAugMixDraw d = draw_timm_augmix(p, 48, 48, rng);
+    ASSERT_EQ(d.weights.size(), 4u);
+    ASSERT_EQ(d.chains.size(), 4u);
+    double sum = 0;
+    for (float w : d.weights) sum += w;
+    ASSERT_NEAR(sum, 1.0, 1e-6);
+    w0 += d.weights[0], w0_sq += d.weights[0] * d.weights[0];
+    m += d.blend, m_sq += d.blend * d.blend;
+    for (const auto& chain : d.chains) {
+      ++depth[chain.size()];
+      for (const TimmStep& s : chain) ++ops[s.op];
+    }
+  }
+  // Beta(1, 3): mean 1/4, variance 3 / 80; Beta(1, 1): mean 1/2, variance 1 / 12.
+  EXPECT_NEAR(w0 / n, 0.25, 5 * std::sqrt(3.0 / 80 / n));
+  EXPECT_NEAR(w0_sq / n - (w0 / n) * (w0 / n), 3.0 / 80, 0.003);
+  EXPECT_NEAR(m / n, 0.5, 5 * std::sqrt(1.0 / 12 / n));
+  EXPECT_NEAR(m_sq / n - (m / n) * (m / n), 1.0 / 12, 0.005);
+  for (size_t k = 1; k <= 3; ++k) expect_frequency(depth[k], 4 * n, 1.0 / 3, "depth " + std::to_string(k));
+  EXPECT_EQ(depth.size(), 3u);
+  int64_t total = 0;
+  for (const auto& [op, c] : ops) total += c;
+  for (O op : p.ops) expect_frequency(ops[op], total, 0.25, timm_op_name(op));
+  p.depth = 2;
+  RandomStream rng(12, 1, 0);
+  for (const auto& chain : draw_timm_augmix(p, 48, 48, rng).chains) EXPECT_EQ(chain.size(), 2u);
+}
+
 TEST(TimmAugmentPolicy, BlurRandRadiusIsUniformUpToItsLevel) {
   TimmAugmentParams p = rand_params({O::kGaussianBlurRand}, 1.0, 10);
   p.num_layers = 1;
@@ -282,6 +326,46 @@ TEST_F(TimmAugmentOpTest, EverySampleEqualsItsReplayedDraws) {
     changed += !same_tensor(run.outputs[0][k], in);
   }
   EXPECT_GT(changed, 0);
+}
+
+// policy augmix: each sample is its replayed chains, mixed in float32 (numpy's mixed += w * chain),
+// clipped and truncated, then Image.blend(image, mix, m) with the blend kernel.
+TEST_F(TimmAugmentOpTest, AugMixSampleEqualsItsReplayedChainsMixAndBlend) {
+  PipelineSpec::Args args = kRandArgs;
+  args.push_back({"policy", ArgValue("augmix")});
+  args.push_back({"width", ArgValue(int64_t{3})});
+  for (auto& [k, v] : args)
+    if (k == "probabilities") v = ArgValue(std::vector<double>(6, 1.0));
+  const OpRun run = run_timm(root(), args);
+  TimmAugmentParams p = rand_params({O::kRotate, O::kSolarizeAdd, O::kContrastIncreasing, O::kTranslateYRel,
+                                     O::kEqualize, O::kGaussianBlurRand},
+                                    1.0, 9);
+  p.policy = TimmAugmentParams::Policy::kAugMix;
+  p.magnitude_std = 0.5;
+  p.filters = {F::kBilinear, F::kBicubic};
+  const std::vector<uint8_t> fill = {124, 116, 104};
+  kernels::PilBlurWorkspace ws;
+  for (size_t k = 0; k < run.images().size(); ++k) {
+    const Tensor& in = run.images()[k];
+    RandomStream rng(RandomStream::key_for(11, "ta"), run.epochs[k], run.positions[k]);
+    const TimmAugMixDraw d = draw_timm_augmix(p, in.shape()[0], in.shape()[1], rng);
+    std::vector<float> mix(static_cast<size_t>(in.num_elements()), 0.0f);
+    for (size_t c = 0; c < d.chains.size(); ++c) {
+      Tensor cur = Tensor::empty(in.shape(), DType::kU8, Layout::kHWC);
+      copy(in.view(), cur.view());
+      for (const TimmStep& step : d.chains[c]) {
+        Tensor next = Tensor::empty(in.shape(), DType::kU8, Layout::kHWC);
+        ASSERT_TRUE(apply_timm_step(step, cur.view(), next.view(), fill, ws).is_ok());
+        cur = next;
+      }
+      for (size_t j = 0; j < mix.size(); ++j) mix[j] += d.weights[c] * static_cast<float>(cur.typed<uint8_t>()[j]);
+    }
+    Tensor mixed = Tensor::empty(in.shape(), DType::kU8, Layout::kHWC);
+    for (size_t j = 0; j < mix.size(); ++j) mixed.typed<uint8_t>()[j] = static_cast<uint8_t>(std::clamp(mix[j], 0.0f, 255.0f));
+    Tensor want = Tensor::empty(in.shape(), DType::kU8, Layout::kHWC);
+    ASSERT_TRUE(kernels::blend_images(in.view(), mixed.view(), want.view(), d.blend).is_ok());
+    EXPECT_TRUE(same_tensor(run.outputs[0][k], want)) << "sample " << k;
+  }
 }
 
 TEST_F(TimmAugmentOpTest, SameOutputWithOneOrTwoThreads) {
