@@ -132,18 +132,27 @@ void affine_double(const Image& in, const Image& out, const std::array<double, 6
   }
 }
 
+// ImagingGenericTransform's source point of output pixel (ox, oy) under affine `a`, minus half a
+// pixel (the filters' pixel centres); false when it lies outside the input, where the output
+// pixel keeps the fill colour.
+inline bool source_point(const Image& in, const std::array<double, 6>& a, int ox, int oy, double& xx, double& yy) {
+  const double xin = ox + 0.5, yin = oy + 0.5;
+  xx = a[0] * xin + a[1] * yin + a[2];
+  yy = a[3] * xin + a[4] * yin + a[5];
+  if (xx < 0.0 || xx >= in.w || yy < 0.0 || yy >= in.h) return false;
+  xx -= 0.5;
+  yy -= 0.5;
+  return true;
+}
+
 // ImagingGenericTransform with affine_transform and the bilinear filter.
 void affine_bilinear(const Image& in, const Image& out, const std::array<double, 6>& a) {
   auto xclip = [&](int x) { return x < 0 ? 0 : x < in.w ? x : in.w - 1; };
   auto yclip = [&](int y) { return y < 0 ? 0 : y < in.h ? y : in.h - 1; };
   for (int oy = 0; oy < out.h; ++oy) {
     for (int ox = 0; ox < out.w; ++ox) {
-      const double xin = ox + 0.5, yin = oy + 0.5;
-      double xx = a[0] * xin + a[1] * yin + a[2];
-      double yy = a[3] * xin + a[4] * yin + a[5];
-      if (xx < 0.0 || xx >= in.w || yy < 0.0 || yy >= in.h) continue;  // keeps the fill colour
-      xx -= 0.5;
-      yy -= 0.5;
+      double xx, yy;
+      if (!source_point(in, a, ox, oy, xx, yy)) continue;  // keeps the fill colour
       const int x = floor_int(xx), y = floor_int(yy);
       const double dx = xx - x, dy = yy - y;
       const int x0 = xclip(x), x1 = xclip(x + 1);
@@ -176,12 +185,8 @@ void affine_bicubic(const Image& in, const Image& out, const std::array<double, 
   };
   for (int oy = 0; oy < out.h; ++oy) {
     for (int ox = 0; ox < out.w; ++ox) {
-      const double xin = ox + 0.5, yin = oy + 0.5;
-      double xx = a[0] * xin + a[1] * yin + a[2];
-      double yy = a[3] * xin + a[4] * yin + a[5];
-      if (xx < 0.0 || xx >= in.w || yy < 0.0 || yy >= in.h) continue;  // keeps the fill colour
-      xx -= 0.5;
-      yy -= 0.5;
+      double xx, yy;
+      if (!source_point(in, a, ox, oy, xx, yy)) continue;  // keeps the fill colour
       const int x = floor_int(xx) - 1, y = floor_int(yy) - 1;
       const double dx = xx - floor_int(xx), dy = yy - floor_int(yy);
       const int xs[4] = {xclip(x) * static_cast<int>(in.sx), xclip(x + 1) * static_cast<int>(in.sx),
@@ -233,12 +238,8 @@ __attribute__((target("avx2"))) void affine_bilinear_rgb_avx2(const Image& in, c
   auto yclip = [&](int y) { return y < 0 ? 0 : y < in.h ? y : in.h - 1; };
   for (int oy = 0; oy < out.h; ++oy) {
     for (int ox = 0; ox < out.w; ++ox) {
-      const double xin = ox + 0.5, yin = oy + 0.5;
-      double xx = a[0] * xin + a[1] * yin + a[2];
-      double yy = a[3] * xin + a[4] * yin + a[5];
-      if (xx < 0.0 || xx >= in.w || yy < 0.0 || yy >= in.h) continue;
-      xx -= 0.5;
-      yy -= 0.5;
+      double xx, yy;
+      if (!source_point(in, a, ox, oy, xx, yy)) continue;  // keeps the fill colour
       const int x = floor_int(xx), y = floor_int(yy);
       const __m256d dx = _mm256_set1_pd(xx - x), dy = _mm256_set1_pd(yy - y);
       const int64_t x0 = xclip(x) * in.sx, x1 = xclip(x + 1) * in.sx;
@@ -289,12 +290,8 @@ __attribute__((target("avx2"))) void affine_bicubic_rgb_avx2(const Image& in, co
   const __m256d zero = _mm256_setzero_pd(), top = _mm256_set1_pd(255.0);
   for (int oy = 0; oy < out.h; ++oy) {
     for (int ox = 0; ox < out.w; ++ox) {
-      const double xin = ox + 0.5, yin = oy + 0.5;
-      double xx = a[0] * xin + a[1] * yin + a[2];
-      double yy = a[3] * xin + a[4] * yin + a[5];
-      if (xx < 0.0 || xx >= in.w || yy < 0.0 || yy >= in.h) continue;
-      xx -= 0.5;
-      yy -= 0.5;
+      double xx, yy;
+      if (!source_point(in, a, ox, oy, xx, yy)) continue;  // keeps the fill colour
       const int x = floor_int(xx) - 1, y = floor_int(yy) - 1;
       const __m256d dx = _mm256_set1_pd(xx - floor_int(xx)), dy = _mm256_set1_pd(yy - floor_int(yy));
       const int64_t xs[4] = {xclip(x) * in.sx, xclip(x + 1) * in.sx, xclip(x + 2) * in.sx, xclip(x + 3) * in.sx};
