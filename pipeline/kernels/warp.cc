@@ -36,6 +36,9 @@ struct Image {
         sy(v.strides[0]), sx(v.strides[1]), sc(v.strides[2]),
         w(static_cast<int>(v.shape[1])), h(static_cast<int>(v.shape[0])), c(static_cast<int>(v.shape[2])) {}
   uint8_t* at(int y, int x) const { return p + y * sy + x * sx; }
+  // Geometry.c's edge rule for the filters: coordinates clamped into the image.
+  int xclip(int x) const { return x < 0 ? 0 : x < w ? x : w - 1; }
+  int yclip(int y) const { return y < 0 ? 0 : y < h ? y : h - 1; }
 };
 
 inline void copy_pixel(const Image& in, int iy, int ix, const Image& out, int oy, int ox) {
@@ -147,19 +150,17 @@ inline bool source_point(const Image& in, const std::array<double, 6>& a, int ox
 
 // ImagingGenericTransform with affine_transform and the bilinear filter.
 void affine_bilinear(const Image& in, const Image& out, const std::array<double, 6>& a) {
-  auto xclip = [&](int x) { return x < 0 ? 0 : x < in.w ? x : in.w - 1; };
-  auto yclip = [&](int y) { return y < 0 ? 0 : y < in.h ? y : in.h - 1; };
   for (int oy = 0; oy < out.h; ++oy) {
     for (int ox = 0; ox < out.w; ++ox) {
       double xx, yy;
       if (!source_point(in, a, ox, oy, xx, yy)) continue;  // keeps the fill colour
       const int x = floor_int(xx), y = floor_int(yy);
       const double dx = xx - x, dy = yy - y;
-      const int x0 = xclip(x), x1 = xclip(x + 1);
+      const int x0 = in.xclip(x), x1 = in.xclip(x + 1);
       const bool below = y + 1 >= 0 && y + 1 < in.h;
       uint8_t* d = out.at(oy, ox);
       for (int c = 0; c < in.c; ++c) {
-        const uint8_t* r = in.at(yclip(y), 0) + c * in.sc;
+        const uint8_t* r = in.at(in.yclip(y), 0) + c * in.sc;
         const int p0 = r[x0 * in.sx], p1 = r[x1 * in.sx];
         double v1 = p0 + (p1 - p0) * dx, v2 = v1;
         if (below) {
@@ -177,8 +178,6 @@ void affine_bilinear(const Image& in, const Image& out, const std::array<double,
 // ImagingGenericTransform with affine_transform and the bicubic filter (Pillow's cubic with
 // a = -1 in Horner form, in double; rows past the bottom repeat the previous row's value).
 void affine_bicubic(const Image& in, const Image& out, const std::array<double, 6>& a) {
-  auto xclip = [&](int x) { return x < 0 ? 0 : x < in.w ? x : in.w - 1; };
-  auto yclip = [&](int y) { return y < 0 ? 0 : y < in.h ? y : in.h - 1; };
   auto cubic = [](double v1, double v2, double v3, double v4, double d) {
     const double p1 = v2, p2 = -v1 + v3, p3 = 2 * (v1 - v2) + v3 - v4, p4 = -v1 + v2 - v3 + v4;
     return p1 + d * (p2 + d * (p3 + d * p4));
@@ -189,8 +188,8 @@ void affine_bicubic(const Image& in, const Image& out, const std::array<double, 
       if (!source_point(in, a, ox, oy, xx, yy)) continue;  // keeps the fill colour
       const int x = floor_int(xx) - 1, y = floor_int(yy) - 1;
       const double dx = xx - floor_int(xx), dy = yy - floor_int(yy);
-      const int xs[4] = {xclip(x) * static_cast<int>(in.sx), xclip(x + 1) * static_cast<int>(in.sx),
-                         xclip(x + 2) * static_cast<int>(in.sx), xclip(x + 3) * static_cast<int>(in.sx)};
+      const int xs[4] = {in.xclip(x) * static_cast<int>(in.sx), in.xclip(x + 1) * static_cast<int>(in.sx),
+                         in.xclip(x + 2) * static_cast<int>(in.sx), in.xclip(x + 3) * static_cast<int>(in.sx)};
       uint8_t* d = out.at(oy, ox);
       for (int c = 0; c < in.c; ++c) {
         auto row = [&](int yr) {
@@ -201,7 +200,7 @@ void affine_bicubic(const Image& in, const Image& out, const std::array<double, 
           return v2 + dx * (p2 + dx * (p3 + dx * p4));
         };
         double v[4];
-        v[0] = row(yclip(y));
+        v[0] = row(in.yclip(y));
         for (int k = 1; k < 4; ++k) v[k] = y + k >= 0 && y + k < in.h ? row(y + k) : v[k - 1];
         const double r = cubic(v[0], v[1], v[2], v[3], dy);
         d[c * out.sc] = r <= 0.0 ? 0 : r >= 255.0 ? 255 : static_cast<uint8_t>(r);
@@ -234,16 +233,14 @@ __attribute__((target("avx2"))) inline void store_rgb(__m256d v, uint8_t* d) {
 
 __attribute__((target("avx2"))) void affine_bilinear_rgb_avx2(const Image& in, const Image& out,
                                                               const std::array<double, 6>& a) {
-  auto xclip = [&](int x) { return x < 0 ? 0 : x < in.w ? x : in.w - 1; };
-  auto yclip = [&](int y) { return y < 0 ? 0 : y < in.h ? y : in.h - 1; };
   for (int oy = 0; oy < out.h; ++oy) {
     for (int ox = 0; ox < out.w; ++ox) {
       double xx, yy;
       if (!source_point(in, a, ox, oy, xx, yy)) continue;  // keeps the fill colour
       const int x = floor_int(xx), y = floor_int(yy);
       const __m256d dx = _mm256_set1_pd(xx - x), dy = _mm256_set1_pd(yy - y);
-      const int64_t x0 = xclip(x) * in.sx, x1 = xclip(x + 1) * in.sx;
-      const uint8_t* r = in.at(yclip(y), 0);
+      const int64_t x0 = in.xclip(x) * in.sx, x1 = in.xclip(x + 1) * in.sx;
+      const uint8_t* r = in.at(in.yclip(y), 0);
       const __m256d p0 = load_rgb(r + x0), p1 = load_rgb(r + x1);
       __m256d v1 = _mm256_add_pd(p0, _mm256_mul_pd(_mm256_sub_pd(p1, p0), dx)), v2 = v1;
       if (y + 1 >= 0 && y + 1 < in.h) {
@@ -285,8 +282,6 @@ __attribute__((target("avx2"))) inline __m256d cubic_row_avx2(const uint8_t* r, 
 
 __attribute__((target("avx2"))) void affine_bicubic_rgb_avx2(const Image& in, const Image& out,
                                                              const std::array<double, 6>& a) {
-  auto xclip = [&](int x) { return x < 0 ? 0 : x < in.w ? x : in.w - 1; };
-  auto yclip = [&](int y) { return y < 0 ? 0 : y < in.h ? y : in.h - 1; };
   const __m256d zero = _mm256_setzero_pd(), top = _mm256_set1_pd(255.0);
   for (int oy = 0; oy < out.h; ++oy) {
     for (int ox = 0; ox < out.w; ++ox) {
@@ -294,12 +289,12 @@ __attribute__((target("avx2"))) void affine_bicubic_rgb_avx2(const Image& in, co
       if (!source_point(in, a, ox, oy, xx, yy)) continue;  // keeps the fill colour
       const int x = floor_int(xx) - 1, y = floor_int(yy) - 1;
       const __m256d dx = _mm256_set1_pd(xx - floor_int(xx)), dy = _mm256_set1_pd(yy - floor_int(yy));
-      const int64_t xs[4] = {xclip(x) * in.sx, xclip(x + 1) * in.sx, xclip(x + 2) * in.sx, xclip(x + 3) * in.sx};
+      const int64_t xs[4] = {in.xclip(x) * in.sx, in.xclip(x + 1) * in.sx, in.xclip(x + 2) * in.sx, in.xclip(x + 3) * in.sx};
       // Pixels x .. x + 5 inside the row: x .. x + 3 are the taps, and the 16-byte load ends
       // within pixel x + 5.
       const bool run = x >= 0 && x + 5 < in.w && in.sx == 3;
       __m256d v[4];
-      v[0] = cubic_row_avx2(in.at(yclip(y), 0), xs, run, dx);
+      v[0] = cubic_row_avx2(in.at(in.yclip(y), 0), xs, run, dx);
       for (int k = 1; k < 4; ++k)
         v[k] = y + k >= 0 && y + k < in.h ? cubic_row_avx2(in.at(y + k, 0), xs, run, dx) : v[k - 1];
       const __m256d r = cubic_avx2(v[0], v[1], v[2], v[3], dy);
