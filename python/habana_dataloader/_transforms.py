@@ -471,16 +471,15 @@ def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
 def _pillow(op: str, interpolation: Any) -> Dict[str, Any]:
     """The resize-family operators' ``pillow`` argument for a resize of PIL images (every resize
     this module maps: before ToTensor / PILToTensor, from the default PIL loader), which
-    torchvision resamples with PIL.Image.resize. Our tensor-path resize (SIMD float) is within
-    1 grey level of Pillow for bilinear, torchvision's default, and keeps its speed there;
-    for the other filters (bicubic: up to 22 levels apart at sharp edges; nearest: another
-    index rule) ``pillow=True`` gives Pillow's own integer arithmetic, bit-exact and slower
-    (resnet-train with it: 0.37x the images/s on 2 cores, docs/PARITY.md). A build without the
-    argument keeps the tensor path."""
-    name = getattr(interpolation, "value", interpolation)
-    if str(name).lower() == "bilinear" or not _has(op, "pillow"):
-        return {}
-    return {"pillow": True}
+    torchvision resamples with PIL.Image.resize: ``pillow=True``, Pillow's own integer
+    arithmetic, so the pixels are Pillow's bit for bit for every filter (the float tensor
+    kernel is within 1 grey level for bilinear, up to 22 apart for bicubic at sharp edges, and
+    nearest uses another index rule). Since its vector passes it costs 3% of resnet-train's and
+    5% of resnet-eval's images/s on 2 cores against the tensor kernel
+    (samples/benchmark/pillow_resize_ab.py, docs/PERFORMANCE.md). A build without the argument
+    keeps the tensor path. `interpolation` is kept for callers' clarity (every filter maps)."""
+    del interpolation
+    return {"pillow": True} if _has(op, "pillow") else {}
 
 
 def _rrc_interpolation(t: Any, op: str) -> Dict[str, Any]:
