@@ -468,18 +468,23 @@ def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
     return args, i
 
 
-def _pillow(op: str, interpolation: Any) -> Dict[str, Any]:
+def _pillow(op: str, interpolation: Any, random_window: bool = False) -> Dict[str, Any]:
     """The resize-family operators' ``pillow`` argument for a resize of PIL images (every resize
     this module maps: before ToTensor / PILToTensor, from the default PIL loader), which
-    torchvision resamples with PIL.Image.resize: ``pillow=True``, Pillow's own integer
-    arithmetic, so the pixels are Pillow's bit for bit for every filter (the float tensor
-    kernel is within 1 grey level for bilinear, up to 22 apart for bicubic at sharp edges, and
-    nearest uses another index rule). Since its vector passes it costs 3% of resnet-train's and
-    5% of resnet-eval's images/s on 2 cores against the tensor kernel
-    (samples/benchmark/pillow_resize_ab.py, docs/PERFORMANCE.md). A build without the argument
-    keeps the tensor path. `interpolation` is kept for callers' clarity (every filter maps)."""
-    del interpolation
-    return {"pillow": True} if _has(op, "pillow") else {}
+    torchvision resamples with PIL.Image.resize. ``pillow=True`` is Pillow's own integer
+    arithmetic, Pillow's pixels bit for bit; the float tensor kernel is within 1 grey level for
+    bilinear, up to 22 apart for bicubic at sharp edges, and nearest uses another index rule.
+    So: ``pillow=True`` for every filter of a deterministic resize (Resize: the eval chain's
+    batches then equal torch's bit for bit, for 2.5-5% of resnet-eval's images/s on 2 cores),
+    and for every filter but bilinear of a random window (RandomResizedCrop), whose crops are
+    not torch's anyway (another random stream), so exactness there buys nothing a user can
+    observe while the tensor kernel keeps resnet-train 3% faster
+    (samples/benchmark/pillow_resize_ab.py, docs/PARITY.md). A build without the argument keeps
+    the tensor path."""
+    name = str(getattr(interpolation, "value", interpolation)).lower()
+    if (random_window and name == "bilinear") or not _has(op, "pillow"):
+        return {}
+    return {"pillow": True}
 
 
 def _rrc_interpolation(t: Any, op: str) -> Dict[str, Any]:
@@ -488,12 +493,13 @@ def _rrc_interpolation(t: Any, op: str) -> Dict[str, Any]:
     Pillow's arithmetic where _pillow asks for it for any of them."""
     modes = getattr(t, "interpolations", None)
     if not modes:
-        return {"interpolation": _interp(t.interpolation, "RandomResizedCrop"), **_pillow(op, t.interpolation)}
+        return {"interpolation": _interp(t.interpolation, "RandomResizedCrop"),
+                **_pillow(op, t.interpolation, random_window=True)}
     _require(op, "random_interpolation")
     names = [_interp(m, "RandomResizedCrop") for m in modes]
     args: Dict[str, Any] = {"interpolation": names[0], "random_interpolation": names}
     for m in modes:
-        args.update(_pillow(op, m))
+        args.update(_pillow(op, m, random_window=True))
     return args
 
 

@@ -104,8 +104,9 @@ def test_train_plain_is_the_torchvision_mapping_and_seeded(val_root):
 
 def test_random_interpolation_is_bilinear_or_bicubic_per_image(val_root):
     """train.py's default --train-interpolation random: each image's window resized with Pillow's
-    bilinear or bicubic, drawn after the window. Per image, the batch equals the bicubic
-    loader's or the bilinear one's, and both occur."""
+    bilinear or bicubic, drawn after the window. Per image, the batch equals the bicubic loader's
+    (Pillow's arithmetic both) or is within a grey level of the bilinear one's (a random window's
+    bilinear keeps the tensor kernel), and both occur."""
     def tf(interp):
         return T.Compose([RandomResizedCropAndInterpolation(64, interpolation=interp), MaybeToTensor()])
 
@@ -113,7 +114,7 @@ def test_random_interpolation_is_bilinear_or_bicubic_per_image(val_root):
     kinds = []
     for (r, _), (c, _), (l, _) in zip(rnd, cub, lin):
         for a, b, d in zip(r, c, l):
-            is_c, is_l = torch.equal(a, b), torch.equal(a, d)
+            is_c, is_l = torch.equal(a, b), (a - d).abs().max().item() <= 1 / 255 + 1e-6
             assert is_c or is_l
             kinds += ["bicubic"] if is_c and not is_l else ["bilinear"] if is_l and not is_c else []
     assert "bicubic" in kinds and "bilinear" in kinds, kinds
