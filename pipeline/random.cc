@@ -1,5 +1,6 @@
 #include "pipeline/random.h"
 
+#include <algorithm>
 #include <numbers>
 #include <vector>
 
@@ -56,10 +57,17 @@ double open_uniform(RandomStream& rng) {
   return u;
 }
 
+// log Gamma(a, 1): below a = 1 the boost U^(1/a) underflows double for small a (a = 1e-3: half
+// the draws), so it is kept as a logarithm.
+double log_gamma_variate(RandomStream& rng, double a) {
+  if (a >= 1.0) return std::log(rng.gamma(a));
+  return log_gamma_variate(rng, a + 1.0) + std::log(open_uniform(rng)) / a;
+}
+
 }  // namespace
 
 double RandomStream::gamma(double a) {
-  if (a < 1.0) return gamma(a + 1.0) * std::pow(open_uniform(*this), 1.0 / a);
+  if (a < 1.0) return std::exp(log_gamma_variate(*this, a));
   const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
   for (;;) {
     double x, v;
@@ -74,8 +82,14 @@ double RandomStream::gamma(double a) {
 }
 
 double RandomStream::beta(double a, double b) {
-  const double x = gamma(a), y = gamma(b);
-  return x + y > 0 ? x / (x + y) : 0.5;
+  if (a >= 1.0 && b >= 1.0) {
+    const double x = gamma(a), y = gamma(b);
+    return x / (x + y);
+  }
+  // Small shapes: the ratio of the variates from their logarithms (no underflow to 0 / 0).
+  const double lx = log_gamma_variate(*this, a), ly = log_gamma_variate(*this, b), m = std::max(lx, ly);
+  const double x = std::exp(lx - m), y = std::exp(ly - m);
+  return x / (x + y);
 }
 
 void RandomStream::dirichlet(double alpha, std::span<float> out) {
@@ -83,8 +97,14 @@ void RandomStream::dirichlet(double alpha, std::span<float> out) {
   const size_t n = out.size();
   std::vector<double> big(n > 64 ? n : 0);
   double* v = n > 64 ? big.data() : g;
-  for (size_t i = 0; i < n; ++i) sum += (v[i] = gamma(alpha));
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(sum > 0 ? v[i] / sum : 1.0 / static_cast<double>(n));
+  if (alpha >= 1.0) {
+    for (size_t i = 0; i < n; ++i) sum += (v[i] = gamma(alpha));
+  } else {  // normalised from the logarithms, as beta()
+    double m = -HUGE_VAL;
+    for (size_t i = 0; i < n; ++i) m = std::max(m, v[i] = log_gamma_variate(*this, alpha));
+    for (size_t i = 0; i < n; ++i) sum += (v[i] = std::exp(v[i] - m));
+  }
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i] / sum);
 }
 
 void RandomStream::normal_fill(float* out, size_t n) {
