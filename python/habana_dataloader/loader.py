@@ -76,7 +76,7 @@ def _python_tail_would_take(transform: Any, jpeg_index_mb: int) -> Optional[List
     Python tail would not make it native either."""
     try:
         wire = image_graph(transform, jpeg_index_mb=jpeg_index_mb, python_tail=True)
-    except Unsupported:
+    except Exception:  # a hint only: never in the way of the fallback's own reasons
         return None
     names = [name for tail in getattr(wire, "python_tails", []) for name in tail.names()]
     return names or None
@@ -342,6 +342,11 @@ class HabanaDataLoader(DataLoader[T_co]):
         if reasons:
             if len(reasons) > tail_blockers:  # blockers a Python tail cannot take: no hint
                 self._tail_hint = None
+            elif self._tail_hint and a["collate_fn"] not in (None, default_collate):
+                try:  # a collate_fn that takes this transform natively but not with a Python tail
+                    post_collate(a["collate_fn"], source, True)
+                except Unsupported:
+                    self._tail_hint = None
             raise Unsupported(reasons)
         self._source = source
         if self._video is not None:

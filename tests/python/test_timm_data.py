@@ -9,6 +9,7 @@ timm's fast_collate. The timm parts need timm (not a dependency) and skip withou
 import warnings
 
 import PIL
+import PIL.ImageOps
 import pytest
 import torch
 import torchvision
@@ -264,6 +265,15 @@ def test_fast_collate_train_batches(timm_data, val_root):
 
 def test_fast_collate_fallback_reasons(timm_data, val_root):
     fast = timm_data.loader.fast_collate
+
+    class Posterize3:  # a recipe's own class: a Python tail would take it, but not under fast_collate
+        def __call__(self, img):
+            return PIL.ImageOps.posterize(img, 3)
+
+    folder = torchvision.datasets.ImageFolder(str(val_root), T.Compose([Posterize3(), T.PILToTensor()]))
+    r = reason(folder, batch_size=4, collate_fn=fast)
+    assert "Posterize3" in r and "python_tail" not in r, r
+    assert "python_tail=True" in reason(folder, batch_size=4), "the hint without fast_collate"
     folder = torchvision.datasets.ImageFolder(str(val_root), timm_data.create_transform(224))
     assert reason(folder, batch_size=4, collate_fn=fast) == (
         "collate_fn timm fast_collate of float images (it copies them into a uint8 tensor, truncating; uint8 "
