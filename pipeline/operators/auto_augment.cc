@@ -32,14 +32,11 @@ class AutoAugmentOp final : public Operator {
     filter_ = interp == "bilinear"  ? kernels::WarpFilter::kBilinear
               : interp == "bicubic" ? kernels::WarpFilter::kBicubic
                                     : kernels::WarpFilter::kNearest;
-    // torchvision's _parse_fill for PIL images: int() of each value.
-    for (double f : n.get_floats("fill")) fill_.push_back(static_cast<uint8_t>(std::trunc(f)));
+    fill_ = ops::pil_fill_arg(n);
   }
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override {
-    ops::require_hwc(in[0], {DType::kU8}, {1, 3});
-    ops::check_fill(std::vector<double>(fill_.begin(), fill_.end()), ops::dim(in[0], 2));
-    return {in[0]};
+    return {ops::pil_image_output(in[0], fill_)};
   }
 
   Status run(SampleIO& io) const override {

@@ -65,6 +65,18 @@ void check_fill(const std::vector<double>& fill, int64_t channels, const char* a
                     " values for " + std::to_string(channels) + " channels");
 }
 
+std::vector<uint8_t> pil_fill_arg(const NodeSpec& n) {
+  std::vector<uint8_t> fill;
+  for (double f : n.get_floats("fill")) fill.push_back(static_cast<uint8_t>(std::trunc(f)));
+  return fill;
+}
+
+TensorSpec pil_image_output(const TensorSpec& in, const std::vector<uint8_t>& fill) {
+  require_hwc(in, {DType::kU8}, {1, 3});
+  check_fill(std::vector<double>(fill.begin(), fill.end()), dim(in, 2));
+  return in;
+}
+
 namespace {
 
 // A [lo, hi] pair argument with 0 < lo <= hi (scale allows lo == 0).

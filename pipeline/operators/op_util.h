@@ -65,6 +65,14 @@ ArgValidator odd_positive();
 /// not known yet, anything goes).
 void check_fill(const std::vector<double>& fill, int64_t channels, const char* arg = "fill");
 
+/// The "fill" argument of an op on PIL-stage images as Pillow takes it: int() of each value
+/// (torchvision's _parse_fill, timm's img_mean).
+std::vector<uint8_t> pil_fill_arg(const NodeSpec& n);
+
+/// infer_outputs of an op that keeps a PIL-stage image: HWC uint8 with 1 or 3 channels (else
+/// ConfigError), `fill` checked against the channels; the output spec is the input's.
+TensorSpec pil_image_output(const TensorSpec& in, const std::vector<uint8_t>& fill);
+
 /// Applies `n` steps to the HWC uint8 image `in` in turn: step(i, src, dst) writes step i of
 /// src into dst (same shape, not overlapping: geometric ops cannot work in place). The last
 /// step writes `out`, the others one of the two `scratch` images, alternately; n == 0 copies.
