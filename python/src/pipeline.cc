@@ -1,11 +1,17 @@
 // _C.Pipeline: hdl::Pipeline for Python. The GIL is released around construction, every
 // next(), reset(), set_epoch_order(), load_state() and destruction, so worker threads (and
 // python_function operators, which take the GIL per call) never wait on a consumer that holds it.
+// Fork: a pipeline's worker threads live only in the process that built it. In a forked child
+// (torch's DataLoader workers, multiprocessing) the copy is never stopped or freed, only left
+// alone: stopping it would wait forever for threads the child does not have.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "pipeline/errors.h"
 #include "pipeline/pipeline.h"
@@ -47,9 +53,14 @@ class PyPipeline {
 
   ~PyPipeline() { close(); }
 
-  /// Stops the workers and frees the graph; batches already handed out stay valid.
+  /// Stops the workers and frees the graph; batches already handed out stay valid. In a forked
+  /// child the pipeline is dropped without either (its memory is the parent's copy).
   void close() {
     if (!pipe_) return;
+    if (getpid() != owner_) {
+      (void)pipe_.release();
+      return;
+    }
     if (PyGILState_Check()) {
       py::gil_scoped_release nogil;
       pipe_.reset();
@@ -60,6 +71,9 @@ class PyPipeline {
 
   Pipeline& pipe() {
     if (!pipe_) throw PipelineStateError("the pipeline is closed");
+    if (getpid() != owner_)
+      throw PipelineStateError("the pipeline was built in process " + std::to_string(owner_) +
+                               ": its worker threads do not exist after a fork; build one in this process");
     return *pipe_;
   }
 
@@ -172,6 +186,7 @@ class PyPipeline {
  private:
   std::shared_ptr<OpRegistry> registry_;  // schemas the graph points into: outlives pipe_
   std::unique_ptr<Pipeline> pipe_;
+  pid_t owner_ = getpid();  // the process whose threads run pipe_
 };
 
 }  // namespace

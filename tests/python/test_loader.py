@@ -404,3 +404,58 @@ def test_random_crop_with_pad_if_needed_runs_natively(val_root):
     assert loader.native, loader.fallback_reason
     images, labels = next(iter(loader))
     assert images.shape == (8, 3, 48, 48) and images.dtype == torch.uint8
+
+
+def _exits_within(pid, seconds):
+    """Waits for child `pid` for up to `seconds`; kills it and returns None if still running."""
+    import os
+    import time
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return None
+
+
+def test_a_forked_child_drops_the_loader_without_waiting_for_its_threads(val_root):
+    # torch's DataLoader workers are forked children: one that frees (or garbage-collects) a
+    # native loader it inherited used to wait forever in the pipeline's destructor for worker
+    # threads that exist only in the parent; using one there is a clear error.
+    import gc
+    import os
+    loader = native(torchvision.datasets.ImageFolder(str(val_root), SMALL), batch_size=8, shuffle=True)
+    it = iter(loader)
+    next(it)  # workers running, prefetching
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest, only the exit code speaks
+        code = 3
+        try:
+            try:
+                next(it)
+                code = 4  # must not run
+            except RuntimeError as e:
+                code = 0 if "fork" in str(e) else 5
+            del it, loader
+            gc.collect()
+        finally:
+            os._exit(code)
+    assert _exits_within(pid, 30) == 0
+    assert len(next(it)[0]) == 8  # the parent's loader is untouched
+
+
+def test_torch_workers_forked_after_a_native_loader_finish(val_root):
+    # The user-level form of the above: an abandoned native iterator, then a torch DataLoader
+    # with workers (a fallback loader, or a validation loader), several times.
+    ds = torchvision.datasets.ImageFolder(str(val_root), SMALL)
+    for _ in range(3):
+        it = iter(native(ds, batch_size=8, shuffle=True))
+        next(it)
+        del it
+        batches = 0
+        for _ in DataLoader(ds, batch_size=32, num_workers=2, timeout=60):
+            batches += 1
+        assert batches == -(-len(ds) // 32)
