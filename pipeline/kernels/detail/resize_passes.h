@@ -296,11 +296,14 @@ inline void store16_u8(const float* in, uint8_t* out) {
 #endif
 }
 
+// True when dst's rows are dense (pixels and channels packed), so that a row is one run.
+inline bool dense_rows(const TensorView& dst) { return dst.strides[1] == dst.shape[2] && dst.strides[2] == 1; }
+
 template <typename D, typename F>
 void store_row_as(const float* row, const TensorView& dst, int64_t y, F convert) {
   D* d = dst.typed<D>() + y * dst.strides[0];
   const int64_t w = dst.shape[1], c = dst.shape[2];
-  if (dst.strides[1] == c && dst.strides[2] == 1) {
+  if (dense_rows(dst)) {
     int64_t j = 0;
     if constexpr (std::is_same_v<D, uint8_t> && std::is_same_v<F, RoundU8>) {
       for (; j + 16 <= w * c; j += 16) store16_u8(row + j, d + j);
@@ -407,8 +410,6 @@ inline uint8_t pil_clip8(int32_t v) {
 
 // Integer sums are exact in any order, so the vector paths below give the scalar ones' bytes.
 typedef int32_t V4i __attribute__((vector_size(16)));
-typedef int32_t V8i __attribute__((vector_size(32)));
-typedef uint8_t V8u8 __attribute__((vector_size(8)));
 
 // clip8 on vector lanes: the shifted sum clamped to [0, 255] (pil_clip8's three cases).
 template <typename V>
@@ -582,20 +583,14 @@ inline void pil_v(const Plane<uint8_t>& p, const AxisTable& ay, const int32_t* k
   for (int64_t j = 0; j < n; ++j) out[j] = pil_clip8(acc[j]);
 }
 
-// Copies a dense row into row y of dst (any strides).
+// Copies a dense row into row y of a dst whose rows are not dense (dense ones are written in
+// place by run_passes_pillow).
 inline void pil_store(const uint8_t* row, const TensorView& dst, int64_t y) {
   uint8_t* d = dst.typed<uint8_t>() + y * dst.strides[0];
   const int64_t w = dst.shape[1], c = dst.shape[2];
-  if (dst.strides[1] == c && dst.strides[2] == 1) {
-    std::memcpy(d, row, static_cast<size_t>(w * c));
-    return;
-  }
   for (int64_t x = 0; x < w; ++x)
     for (int64_t k = 0; k < c; ++k) d[x * dst.strides[1] + k * dst.strides[2]] = row[x * c + k];
 }
-
-// True when dst's rows are dense, so that passes can write into it directly.
-inline bool dense_rows(const TensorView& dst) { return dst.strides[1] == dst.shape[2] && dst.strides[2] == 1; }
 
 // run_passes for ResizeOptions::pillow with uint8 source and destination: horizontal first,
 // the intermediate uint8, as Pillow.
