@@ -25,6 +25,7 @@ extern "C" {
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 #include <utility>
 
@@ -338,6 +339,19 @@ void swap_red_blue(const TensorView& v) {
   }
 }
 
+// The value stored in an FFmpeg enum field, read as the int it is. Decoders copy colour fields
+// from the bitstream unchecked (H.264's VUI gives 0-255 for matrix_coefficients, which lands in
+// AVFrame::colorspace as is), and loading a value outside the enum's range from an lvalue of the
+// enum type is undefined behaviour (UBSan: "load of value 243, which is not a valid value for type
+// 'enum AVColorSpace'"); its bytes are an int, so read them as one.
+template <typename Enum>
+int enum_value(const Enum& field) {
+  static_assert(std::is_enum_v<Enum> && sizeof(Enum) == sizeof(int));
+  int v;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
+
 // libswscale configured as the ffmpeg 5.1 CLI's automatically inserted scale filter configures
 // it (libavfilter/vf_scale.c: config_props and scale_frame): flags "bicubic", MPEG-2 vertical
 // chroma siting for yuv420p input, and per frame the frame's colour matrix (in_color_matrix
@@ -352,17 +366,18 @@ class Converter {
   Status convert(const AVFrame* f, int dst_w, int dst_h, AVPixelFormat dst_fmt, uint8_t* dst, int dst_stride) {
     const Key key{f->width, f->height, f->format, dst_w, dst_h, dst_fmt};
     if (!sws_ || !(key == key_)) HDL_RETURN_IF_ERROR(configure(key));
-    if (f->colorspace != colorspace_ || f->color_range != range_) {
+    const int colorspace = enum_value(f->colorspace), range = enum_value(f->color_range);
+    if (colorspace != colorspace_ || range != range_) {
       int *inv_table = nullptr, *table = nullptr;
       int in_full = 0, out_full = 0, brightness = 0, contrast = 0, saturation = 0;
       sws_getColorspaceDetails(sws_, &inv_table, &in_full, &table, &out_full, &brightness, &contrast, &saturation);
-      int cs = f->colorspace;
+      int cs = colorspace;
       if (cs < 1 || cs > 10 || cs == 8) cs = AVCOL_SPC_BT470BG;  // vf_scale's parse_yuv_type("auto")
       const int* matrix = sws_getCoefficients(cs);
-      if (f->color_range != AVCOL_RANGE_UNSPECIFIED) in_full = f->color_range == AVCOL_RANGE_JPEG;
+      if (range != AVCOL_RANGE_UNSPECIFIED) in_full = range == AVCOL_RANGE_JPEG;
       sws_setColorspaceDetails(sws_, matrix, in_full, matrix, out_full, brightness, contrast, saturation);
-      colorspace_ = f->colorspace;
-      range_ = f->color_range;
+      colorspace_ = colorspace;
+      range_ = range;
     }
     uint8_t* planes[4] = {dst, nullptr, nullptr, nullptr};
     int strides[4] = {dst_stride, 0, 0, 0};
