@@ -42,6 +42,8 @@ std::string join_names(const std::vector<std::string>& names) {
 }
 
 void validate_args(NodeSpec& node, const OpSchema& schema) {
+  if (node.samples && !(schema.is_source && schema.find_arg("file_list")))
+    throw ConfigError(node.describe() + ": samples given in memory (files=) are for readers of files only");
   std::vector<std::string> accepted;
   for (const auto& a : schema.args) accepted.push_back(a.name);
   for (const auto& [name, value] : node.args) {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,8 @@
 
 HDL_API_BEGIN
 namespace hdl {
+
+class Dataset;
 
 /// An output of a node in a spec: node index and output index.
 struct TensorRef {
@@ -41,6 +44,9 @@ struct NodeSpec {
   std::map<std::string, ArgValue> args;       ///< after validation: every argument, defaults filled
   std::map<std::string, TensorRef> arg_inputs;  ///< arguments driven per sample by another node
   Stage stage = Stage::kCpu;
+  /// A reader's samples given in memory (Dataset::from_samples) instead of its file_root or
+  /// file_list: typed, never text. Not part of the JSON form (to_json refuses such a spec).
+  std::shared_ptr<const Dataset> samples;
 
   /// Typed access to validated arguments. Throws ConfigError if absent or of another type.
   bool get_bool(const std::string& arg) const;

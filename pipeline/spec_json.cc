@@ -210,6 +210,9 @@ std::string to_json(const PipelineSpec& spec, int indent) {
     if (n.name.empty()) throw ConfigError(where + ": has no name");
     if (!seen.emplace(n.name, static_cast<int>(i)).second)
       throw ConfigError(where + ": the name is used by another node too");
+    if (n.samples)
+      throw ConfigError(where + ": its samples were given in memory (files=); a JSON spec cannot hold them: "
+                        "write them as a file_list");
     Json node;
     node["name"] = n.name;
     node["op"] = n.op;

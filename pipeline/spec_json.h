@@ -36,7 +36,8 @@ inline constexpr int kSpecMaxDepth = 64;
 
 /// The spec as a JSON document (pretty-printed with `indent` spaces; -1: one line).
 /// Node names must be unique and non-empty (PipelineSpec::add guarantees it). Throws
-/// ConfigError for a value JSON cannot hold (a non-finite float) or a dangling edge.
+/// ConfigError for a value JSON cannot hold (a non-finite float), a dangling edge, or a
+/// reader whose samples were given in memory (NodeSpec::samples).
 std::string to_json(const PipelineSpec& spec, int indent = 2);
 
 /// Parses a document made by to_json (or written by hand). Throws ConfigError naming the JSON

@@ -30,17 +30,17 @@ class FileReader final : public SourceOperator {
 
   Status run(SampleIO& io) const override {
     const int64_t i = io.sample().dataset_index;
-    HDL_RETURN_IF_ERROR(read_whole_file(dataset_.path(i), io));
+    HDL_RETURN_IF_ERROR(read_whole_file(dataset_->path(i), io));
     HDL_ASSIGN_OR_RETURN(TensorView label, io.output(1, Shape{}, DType::kI64, Layout::kNone));
-    *label.typed<int64_t>() = dataset_.label(i);
+    *label.typed<int64_t>() = dataset_->label(i);
     return Status::ok();
   }
 
-  const Dataset& dataset() const override { return dataset_; }
+  const Dataset& dataset() const override { return *dataset_; }
   const Sharding& sharding() const override { return sharding_; }
 
  private:
-  Dataset dataset_;
+  std::shared_ptr<const Dataset> dataset_;  // shared with the spec when given in memory
   Sharding sharding_;
 };
 

@@ -1,6 +1,7 @@
 #include "pipeline/operators/reader_args.h"
 
 #include "pipeline/errors.h"
+#include "pipeline/readers/dataset.h"
 #include "pipeline/spec.h"
 
 namespace hdl::ops {
@@ -14,14 +15,23 @@ std::vector<ArgSchema> dataset_args(const std::string& what, const std::vector<s
   };
 }
 
-Dataset parse_dataset(const NodeSpec& n, const std::string& what) {
+std::shared_ptr<const Dataset> parse_dataset(const NodeSpec& n, const std::string& what) {
   const std::string& root = n.get_string("file_root");
   const std::string& list = n.get_string("file_list");
+  if (n.samples) {
+    if (!list.empty())
+      throw ConfigError("give file_list or in-memory samples (files=), not both");
+    if (!root.empty() && root != n.samples->root())
+      throw ConfigError("file_root \"" + root + "\" differs from the in-memory samples' root \"" +
+                        n.samples->root() + "\" (Dataset::from_samples joins the paths to its root)");
+    return n.samples;
+  }
   if (root.empty() && list.empty())
-    throw ConfigError("give file_root (a tree of class folders of " + what + "s) or file_list (a text file of "
-                      "\"path label\" lines)");
-  return list.empty() ? Dataset::image_folder(root, n.get_strings("extensions"), n.get_bool("allow_empty_classes"))
-                      : Dataset::file_list(list, root);
+    throw ConfigError("give file_root (a tree of class folders of " + what + "s), file_list (a text file of "
+                      "\"path label\" lines) or the samples in memory (files=, labels=)");
+  return std::make_shared<const Dataset>(
+      list.empty() ? Dataset::image_folder(root, n.get_strings("extensions"), n.get_bool("allow_empty_classes"))
+                   : Dataset::file_list(list, root));
 }
 
 std::vector<ArgSchema> sharding_args(const std::string& unit) {

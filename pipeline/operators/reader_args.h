@@ -4,6 +4,7 @@
 // Internal to pipeline/operators (not installed). Thread safety: pure functions.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ namespace hdl::ops {
 std::vector<ArgSchema> dataset_args(const std::string& what, const std::vector<std::string>& extensions);
 /// The Dataset those arguments name. Throws ConfigError when neither root nor list is given
 /// (and Dataset's own errors).
-Dataset parse_dataset(const NodeSpec& n, const std::string& what);
+std::shared_ptr<const Dataset> parse_dataset(const NodeSpec& n, const std::string& what);
 
 /// shuffle, shuffle_buffer, shard_id, num_shards, last_batch, pad_shards; `unit` names a
 /// sample ("samples", "clips").

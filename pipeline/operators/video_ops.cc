@@ -201,7 +201,7 @@ class VideoReader final : public SourceOperator {
     sampling_.clip_stride = n.get_int("clip_stride");
     if (sampling_.frames_per_clip == 0 && sampling_.sampler != ClipSampler::kContiguous && sampling_.clips_per_video != 1)
       throw ConfigError("frames_per_clip 0 (the whole video) takes clips_per_video 1");
-    infos_ = std::make_unique<InfoCache>(dataset_.size());
+    infos_ = std::make_unique<InfoCache>(dataset_->size());
   }
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec>) const override {
@@ -215,14 +215,14 @@ class VideoReader final : public SourceOperator {
       clip_offsets_.clear();
       return;
     }
-    const int64_t videos = dataset_.size();
+    const int64_t videos = dataset_->size();
     std::vector<int64_t> clips(static_cast<size_t>(videos));
     tbb::enumerable_thread_specific<VideoDecoder> decoders(decode_.decoder_options());
     tbb::parallel_for(int64_t{0}, videos, [&](int64_t v) {
       // A video that cannot be read keeps one clip: its sample fails with the reason, under the
       // pipeline's error policy, instead of vanishing from the dataset unnoticed.
       clips[v] = 1;
-      if (auto file = fs.open(dataset_.path(v)); file.is_ok())
+      if (auto file = fs.open(dataset_->path(v)); file.is_ok())
         if (auto info = probe(v, **file, decoders.local()); info.is_ok())
           clips[v] = contiguous_clips(sampling_, timeline_length(**info, sampling_.frame_rate));
     });
@@ -233,7 +233,7 @@ class VideoReader final : public SourceOperator {
 
   int64_t num_samples() const override {
     if (sampling_.sampler == ClipSampler::kContiguous) return clip_offsets_.empty() ? 0 : clip_offsets_.back();
-    return dataset_.size() * sampling_.clips_per_video;
+    return dataset_->size() * sampling_.clips_per_video;
   }
 
   int64_t file_index(int64_t sample) const override {
@@ -247,7 +247,7 @@ class VideoReader final : public SourceOperator {
     const int64_t k = sampling_.sampler == ClipSampler::kContiguous ? sample - clip_offsets_[v]
                                                                      : sample % sampling_.clips_per_video;
     auto& st = *static_cast<VideoState*>(io.state());
-    HDL_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, io.file_system().open(dataset_.path(v)));
+    HDL_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, io.file_system().open(dataset_->path(v)));
     std::shared_ptr<const VideoInfo> info = infos_->find(v);
     if (!info) {
       HDL_ASSIGN_OR_RETURN(info, probe(v, *file, st.decoder));
@@ -255,7 +255,7 @@ class VideoReader final : public SourceOperator {
     HDL_ASSIGN_OR_RETURN(std::vector<int64_t> frames, clip_frames(sampling_, *info, k, io.rng()));
     HDL_RETURN_IF_ERROR(decode_.run(io, st, *file, *info, frames, 0, counters_));
     HDL_ASSIGN_OR_RETURN(TensorView label, io.output(1, Shape{}, DType::kI64, Layout::kNone));
-    *label.typed<int64_t>() = dataset_.label(v);
+    *label.typed<int64_t>() = dataset_->label(v);
     HDL_ASSIGN_OR_RETURN(TensorView idx, io.output(2, Shape{static_cast<int64_t>(frames.size())}, DType::kI64, Layout::kNone));
     std::copy(frames.begin(), frames.end(), idx.typed<int64_t>());
     HDL_ASSIGN_OR_RETURN(TensorView video, io.output(3, Shape{}, DType::kI64, Layout::kNone));
@@ -267,7 +267,7 @@ class VideoReader final : public SourceOperator {
     return std::make_unique<VideoState>(decode_.decoder_options());
   }
   std::vector<std::pair<std::string, int64_t>> counters() const override { return counters_.list(); }
-  const Dataset& dataset() const override { return dataset_; }
+  const Dataset& dataset() const override { return *dataset_; }
   const Sharding& sharding() const override { return sharding_; }
 
  private:
@@ -280,7 +280,7 @@ class VideoReader final : public SourceOperator {
     return info;
   }
 
-  Dataset dataset_;
+  std::shared_ptr<const Dataset> dataset_;  // shared with the spec when given in memory
   Sharding sharding_;
   ClipSampling sampling_;
   ClipDecode decode_;

@@ -220,6 +220,31 @@ Dataset Dataset::parse_file_list(std::istream& in, const std::string& list_path,
   return d;
 }
 
+Dataset Dataset::from_samples(const std::vector<std::string>& paths, const std::vector<int64_t>& labels,
+                              const std::string& root) {
+  if (!labels.empty() && labels.size() != paths.size())
+    throw ConfigError("samples: " + std::to_string(paths.size()) + " files and " + std::to_string(labels.size()) +
+                      " labels (give one label per file, or none)");
+  Dataset d;
+  d.root_ = root;
+  size_t bytes = 0;
+  for (const std::string& p : paths) bytes += p.size();
+  d.names_.reserve(bytes);
+  d.offsets_.reserve(paths.size() + 1);
+  d.labels_.reserve(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& p = paths[i];
+    auto where = [&] { return "samples: files[" + std::to_string(i) + "]"; };
+    if (p.empty()) throw ConfigError(where() + " is empty");
+    if (p.find('\0') != std::string::npos) throw ConfigError(where() + " holds a NUL byte");
+    if (p.size() > kMaxListPathBytes)
+      throw ConfigError(where() + " is " + std::to_string(p.size()) + " bytes, longer than PATH_MAX (" +
+                        std::to_string(kMaxListPathBytes) + ")");
+    d.add(p, labels.empty() ? static_cast<int64_t>(i) : labels[i]);
+  }
+  return d;
+}
+
 void Dataset::add(std::string_view rel, int64_t label) {
   names_.insert(names_.end(), rel.begin(), rel.end());
   offsets_.push_back(names_.size());

@@ -55,6 +55,14 @@ class Dataset {
   static Dataset file_list_from_text(std::string_view text, const std::string& list_name,
                                      const std::string& root);
 
+  /// Samples handed over in memory (Python's `fn.file_reader(files=..., labels=...)`, the
+  /// loader's sample list): `paths[i]` relative to `root` (or as given when root is empty),
+  /// with `labels[i]`; no labels: each sample's label is its index. Throws ConfigError naming
+  /// the entry for an empty path, a NUL byte, a path over kMaxListPathBytes, or label and path
+  /// counts that differ. No text in between: paths may hold any other byte, newlines too.
+  static Dataset from_samples(const std::vector<std::string>& paths, const std::vector<int64_t>& labels,
+                              const std::string& root = "");
+
   int64_t size() const { return static_cast<int64_t>(labels_.size()); }
   const std::string& root() const { return root_; }
   /// Path relative to root().

@@ -51,6 +51,7 @@ class _Node:
         self.stage = stage
         self.output_names = list(output_names)
         self.function = function  # python_function only
+        self.samples = None  # a reader's _C.Samples given in memory (files=, labels=)
         self.outputs = [DataNode(self, i) for i in range(len(output_names))]
 
     def upstream(self) -> List["_Node"]:
@@ -105,8 +106,9 @@ def collect(outputs: Sequence[DataNode]) -> List[_Node]:
     return [seen[k] for k in sorted(seen)]
 
 
-def to_spec(outputs: Sequence[DataNode]) -> Tuple[dict, Dict[str, Callable]]:
-    """The JSON-ready spec dict for a graph, and the python functions it calls by name."""
+def to_spec(outputs: Sequence[DataNode]) -> Tuple[dict, Dict[str, Callable], Dict[str, Any]]:
+    """The JSON-ready spec dict for a graph, the python functions it calls by name, and the
+    readers' samples given in memory (node name -> _C.Samples), which no JSON holds."""
     for o in outputs:
         if not isinstance(o, DataNode):
             raise TypeError(f"pipeline outputs must be fn.* outputs (DataNode), got {type(o).__name__}")
@@ -134,6 +136,7 @@ def to_spec(outputs: Sequence[DataNode]) -> Tuple[dict, Dict[str, Callable]]:
         return {"node": names[d.node.uid], "output": d.index}
 
     spec_nodes = []
+    samples = {names[n.uid]: n.samples for n in nodes if n.samples is not None}
     for n in nodes:
         args = dict(n.args)
         if n.function is not None:
@@ -148,4 +151,4 @@ def to_spec(outputs: Sequence[DataNode]) -> Tuple[dict, Dict[str, Callable]]:
                            "arg_inputs": {k: ref(d) for k, d in n.arg_inputs.items()}})
     spec = {"format": "hdl-pipeline-spec", "version": 1, "nodes": spec_nodes,
             "outputs": [ref(d) for d in outputs]}
-    return spec, functions
+    return spec, functions, samples

@@ -21,8 +21,6 @@ TypeError / ValueError saying so, rather than being ignored.
 from __future__ import annotations
 
 import os
-import tempfile
-import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _C
@@ -42,13 +40,6 @@ _LAST_BATCH = {"DROP": "drop", "PARTIAL": "partial", "PAD": "pad", "CYCLIC": "fi
 _RESAMPLING = {"BI_LINEAR": "bilinear", "BILINEAR": "bilinear", "LINEAR": "bilinear", "BICUBIC": "bicubic",
                "NEAREST": "nearest", "LANCZOS": "lanczos", "BOX": "box"}
 _RANDOM_CROP = {"NO_RANDOM_CROP": None, "RANDOMIZED_AREA_AND_ASPECT_RATIO_CROP": "resized"}
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 class ReadVideoDatasetFromDir:
@@ -129,16 +120,6 @@ class ReadVideoDatasetFromDir:
         _C.check_args("video_reader", self._args)  # ValueError / TypeError now, naming the argument
         self._name = name
 
-    def _file_list(self) -> str:
-        fd, path = tempfile.mkstemp(prefix="hdl_videos_", suffix=".txt")
-        with os.fdopen(fd, "w") as f:
-            for p, label in self._files:
-                if "\n" in p:
-                    _unlink(path)
-                    raise ValueError(f"ReadVideoDatasetFromDir(): a file name contains a newline: {p!r}")
-                f.write(f"{p[1:]} {label}\n")
-        return path
-
     def __call__(self) -> Tuple[DataNode, DataNode, DataNode]:
         from . import fn
         pipe = current_pipeline()
@@ -147,13 +128,11 @@ class ReadVideoDatasetFromDir:
             raise ValueError(f"ReadVideoDatasetFromDir(seed={self._seed}): {have}; give the seed to the "
                              "MediaPipe / Pipeline (seed=...), which keys every random stream")
         args = dict(self._args)
-        path = None
-        if self._files is not None:
-            path = self._file_list()
-            args["file_list"] = path
+        if self._files is not None:  # in memory, as a typed list: no file on disk
+            args.pop("file_root", None)
+            args["files"] = [p for p, _ in self._files]
+            args["labels"] = [label for _, label in self._files]
         frames, labels, indices, _ = fn.video_reader(name=self._name, **args)
-        if path is not None:  # the list lives as long as the graph node that reads it
-            weakref.finalize(frames.node, _unlink, path)
         return frames, labels, indices
 
 

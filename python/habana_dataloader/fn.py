@@ -20,7 +20,7 @@ MediaPipe's convention (construct with arguments, call in ``definegraph``) and m
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from . import _C
 from ._graph import DataNode, _Node, function_name
@@ -40,12 +40,35 @@ def _stage(device: Any) -> str:
     return _STAGES[key]
 
 
+def _samples(op: str, constants: Dict[str, Any]) -> Optional["_C.Samples"]:
+    """A reader's ``files=`` / ``labels=`` (DALI's names), taken out of its arguments: the
+    samples in memory, handed to the pipeline as a typed object (no file list on disk, no
+    JSON). ``files``: paths, relative to ``file_root`` when given; ``labels``: one int per
+    file (default: each file's index)."""
+    files = constants.pop("files", None)
+    labels = constants.pop("labels", None)
+    if files is None:
+        if labels is not None:
+            raise TypeError(f"{op}() argument 'labels' needs 'files'")
+        return None
+    if isinstance(files, _C.Samples):
+        if labels is not None:
+            raise TypeError(f"{op}() argument 'labels' is part of the Samples given as 'files'")
+        return files
+    if isinstance(files, (str, bytes)) or not hasattr(files, "__iter__"):
+        raise TypeError(f"{op}() argument 'files' must be a sequence of paths, got {type(files).__name__}")
+    if constants.get("file_list"):
+        raise TypeError(f"{op}() takes 'files' or 'file_list', not both")
+    return _C.Samples(files, labels, str(constants.get("file_root", "") or ""))
+
+
 def _make(schema: dict) -> Callable:
     op = schema["name"]
     per_sample = {a["name"] for a in schema["args"] if a["per_sample"]}
     n_inputs = len(schema["inputs"])
     output_names = [o[0] for o in schema["outputs"]]
     variadic = op == "python_function"
+    reads_files = any(a["name"] == "file_list" for a in schema["args"])
 
     def call(*inputs: DataNode, name: str = None, device: str = "cpu", **kwargs: Any):
         if not variadic and len(inputs) != n_inputs:
@@ -60,6 +83,7 @@ def _make(schema: dict) -> Callable:
                 allowed = ", ".join(sorted(per_sample)) or "none"
                 raise TypeError(f"{op}() argument '{k}' cannot be a per-sample input (those that can: {allowed})")
         constants = {k: v for k, v in kwargs.items() if not isinstance(v, DataNode)}
+        samples = _samples(op, constants) if reads_files else None
         function = None
         outs = output_names
         if variadic:
@@ -75,10 +99,15 @@ def _make(schema: dict) -> Callable:
             if r not in args and r not in arg_inputs:
                 raise TypeError(f"{op}() missing required argument '{r}'")
         node = _Node(op, inputs, args, arg_inputs, name, _stage(device), outs, function)
+        node.samples = samples
         return node.outputs[0] if len(node.outputs) == 1 else tuple(node.outputs)
 
     call.__name__ = call.__qualname__ = op
     call.__doc__ = schema["reference"]
+    if reads_files:
+        call.__doc__ += ("\n\nIn Python also ``files=`` (a sequence of paths, relative to file_root when given) "
+                         "and ``labels=`` (one int per file; default: the file's index) instead of file_root's "
+                         "folders or a file_list: the samples go to the pipeline in memory.")
     return call
 
 

@@ -32,9 +32,7 @@ import logging
 import operator
 import os
 import random
-import tempfile
 import warnings
-import weakref
 from typing import Any, Dict, List, Optional, TypeVar
 
 import numpy as np
@@ -80,13 +78,6 @@ def _python_tail_would_take(transform: Any, jpeg_index_mb: int) -> Optional[List
         return None
     names = [name for tail in getattr(wire, "python_tails", []) for name in tail.names()]
     return names or None
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _resolve_device(device: Optional[str]) -> Optional[torch.device]:
@@ -243,7 +234,7 @@ class HabanaDataLoader(DataLoader[T_co]):
         self._pipe: Optional[Pipeline] = None
         self._pipe_seed: Optional[int] = int(seed) & _SEED_MASK if seed is not None else None
         self._pipelines_built = 0
-        self._list_path: Optional[str] = None
+        self._sample_list: Optional[_C.Samples] = None
         self.fallback_reason: Optional[str] = None
         self.native_notes: List[str] = []
         self.python_transforms: List[str] = []  # those run in Python inside the pipeline (a Python tail)
@@ -360,11 +351,11 @@ class HabanaDataLoader(DataLoader[T_co]):
         self._last_batch = "drop" if bs.drop_last else "partial"
         if len(a["dataset"]) == 0:
             raise Unsupported("the dataset is empty")
-        # The file list, once: line i is dataset[i] (through any Subset), so the sampler's
-        # indices are the pipeline's dataset indices. Kept while the loader lives (a pipeline
-        # is rebuilt from it only to resume a state saved with another seed).
-        self._list_path = self._write_list()
-        weakref.finalize(self, _unlink, self._list_path)
+        # The sample list, once: entry i is dataset[i] (through any Subset), so the sampler's
+        # indices are the pipeline's dataset indices. Handed to the pipeline in memory, kept
+        # while the loader lives (a pipeline is rebuilt from it only to resume a state saved
+        # with another seed).
+        self._sample_list = self._make_sample_list()
         # Build now: a mistake the C++ graph finds surfaces here. With seed= this is the
         # loader's pipeline; otherwise its seed is drawn at the first epoch, as torch's.
         if self._device is not None and self._device.type == "cuda" and self._video is not None:
@@ -396,35 +387,29 @@ class HabanaDataLoader(DataLoader[T_co]):
         if self._pipe_seed is None:
             self._drop_pipeline()
 
-    def _write_list(self) -> str:
-        """The pipeline's file list: line i is the file and label of dataset[i] (through any
+    def _make_sample_list(self) -> "_C.Samples":
+        """The pipeline's samples: entry i is the file and label of dataset[i] (through any
         Subset; for a ReturnIndexDataset the label is the index it returns)."""
-        fd, path = tempfile.mkstemp(prefix="hdl_files_", suffix=".txt")
         samples = self._samples
         imap = None if self._video is not None else self._index_map  # video: every video, in order
         source = self._source
         index_label = source is not None and source.label == "index"
         none_target = source.none_target if source is not None else None
-        try:
-            with os.fdopen(fd, "w") as f:
-                for i in (imap if imap is not None else range(len(samples))):
-                    p, label = samples[i]
-                    p = os.path.abspath(p)
-                    if "\n" in p:
-                        raise Unsupported(f"a file name contains a newline: {p!r}")
-                    if index_label:
-                        label = i
-                    elif label is None and none_target is not None:
-                        label = none_target
-                    try:
-                        label = operator.index(label)
-                    except TypeError:
-                        raise Unsupported(f"sample {i} ({p!r}) has the target {label!r}, not an int") from None
-                    f.write(f"{p[1:]} {label}\n")
-        except BaseException:
-            _unlink(path)
-            raise
-        return path
+        paths: List[str] = []
+        labels: List[int] = []
+        for i in (imap if imap is not None else range(len(samples))):
+            p, label = samples[i]
+            if index_label:
+                label = i
+            elif label is None and none_target is not None:
+                label = none_target
+            try:
+                label = operator.index(label)
+            except TypeError:
+                raise Unsupported(f"sample {i} ({p!r}) has the target {label!r}, not an int") from None
+            paths.append(os.path.abspath(p))
+            labels.append(label)
+        return _C.Samples(paths, labels)
 
     def _new_pipeline(self, seed: int) -> Pipeline:
         gpu = self._gpu_tail
@@ -433,14 +418,14 @@ class HabanaDataLoader(DataLoader[T_co]):
                         device=str(self._device) if gpu else "cpu")
         with pipe:
             if self._video is not None:
-                frames, labels, _, _ = fn.video_reader(file_list=self._list_path, file_root="/", shuffle=False,
+                frames, labels, _, _ = fn.video_reader(files=self._sample_list, shuffle=False,
                                                        last_batch=self._last_batch, **self._video.reader_args)
                 pipe.set_outputs(self._video.after(frames), labels)
                 self.gpu_ops = []
                 pipe.build()
                 self._pipelines_built += 1
                 return pipe
-            files, labels = fn.file_reader(file_list=self._list_path, file_root="/", shuffle=False,
+            files, labels = fn.file_reader(files=self._sample_list, shuffle=False,
                                            last_batch=self._last_batch)
             images = self._wire(files)
             moved = _gpu_tail(images, self._gpu_limit if self._gpu_limit is not None else 1 << 30) if gpu else []

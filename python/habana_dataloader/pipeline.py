@@ -121,7 +121,10 @@ class Pipeline:
     def to_json(self, indent: int = 2) -> str:
         """The graph as a JSON spec (no pickle): load with ``Pipeline.from_json``. A
         python_function is stored by its import path (module:qualname)."""
-        spec, _ = to_spec(self._require_outputs())
+        spec, _, samples = to_spec(self._require_outputs())
+        if samples:
+            raise ValueError(f"reader \"{next(iter(samples))}\": its samples were given in memory (files=); "
+                             "a JSON spec cannot hold them: write them as a file_list")
         return _C.canonical_json(json.dumps(spec), indent)
 
     @classmethod
@@ -188,7 +191,7 @@ class Pipeline:
             plan.append(("batch_fn", d) if _is_batch_fn(d.node) else ("native", native_index(d)))
         for n in batch_fns:
             n.native_inputs = [native_index(d) for d in n.inputs]
-        spec, functions = to_spec(native_outputs)
+        spec, functions, samples = to_spec(native_outputs)
         text = _C.canonical_json(json.dumps(spec))
         options = {"batch_size": self.batch_size, "num_threads": self.num_threads,
                    "prefetch_depth": self.prefetch_depth, "seed": self.seed,
@@ -200,7 +203,7 @@ class Pipeline:
             import torch
             self._device_id = torch.device(self.device).index or 0
         options["device_id"] = self._device_id
-        self._native = _C.Pipeline(text, options, functions)
+        self._native = _C.Pipeline(text, options, functions, samples)
         self._batch_fns, self._plan = batch_fns, plan
         _live.add(self)
         return self

@@ -15,6 +15,7 @@
 
 #include "pipeline/errors.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/readers/dataset.h"
 #include "pipeline/spec_json.h"
 #include "python/src/bindings.h"
 
@@ -26,9 +27,39 @@ T option(const py::dict& d, const char* key, T fallback) {
   return d.contains(key) && !d[key].is_none() ? d[key].cast<T>() : fallback;
 }
 
+/// A reader's samples built from Python lists (fn.file_reader(files=, labels=), the loader's
+/// sample list): handed to the pipeline as a typed object, never written out as text.
+struct PySamples {
+  std::shared_ptr<const Dataset> dataset;
+};
+
+PySamples make_samples(const py::iterable& files, const py::object& labels, const std::string& root) {
+  std::vector<std::string> paths;
+  if (py::hasattr(files, "__len__")) paths.reserve(py::len(files));
+  const py::object fspath = py::module_::import("os").attr("fspath");
+  int64_t i = 0;
+  for (const py::handle f : files) {
+    py::object p = py::isinstance<py::str>(f) ? py::reinterpret_borrow<py::object>(f) : fspath(f);
+    if (!py::isinstance<py::str>(p))
+      throw py::type_error("files[" + std::to_string(i) + "]: a path must be str or os.PathLike of str, got " +
+                           std::string(py::str(py::type::handle_of(f).attr("__name__"))));
+    paths.push_back(p.cast<std::string>());
+    ++i;
+  }
+  std::vector<int64_t> ids;
+  if (!labels.is_none()) {
+    const auto a = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(labels);
+    if (!a || a.ndim() != 1) throw py::type_error("labels must be a 1-D sequence of integers");
+    ids.assign(a.data(), a.data() + a.size());
+  }
+  py::gil_scoped_release nogil;
+  return PySamples{std::make_shared<const Dataset>(Dataset::from_samples(paths, ids, root))};
+}
+
 class PyPipeline {
  public:
-  PyPipeline(const std::string& spec_json, const py::dict& opts, const py::dict& functions) {
+  PyPipeline(const std::string& spec_json, const py::dict& opts, const py::dict& functions,
+             const py::dict& samples) {
     static const char* const kKnown[] = {"batch_size", "num_threads", "prefetch_depth", "seed", "on_error",
                                          "max_failures", "max_cached_bytes", "device_id"};
     for (const auto& [key, value] : opts) {
@@ -37,6 +68,12 @@ class PyPipeline {
         throw py::value_error("Pipeline options: unknown key \"" + k + "\"");
     }
     PipelineSpec spec = spec_from_json(spec_json);
+    for (const auto& [key, value] : samples) {
+      const std::string name = py::str(key);
+      auto it = std::find_if(spec.nodes().begin(), spec.nodes().end(), [&](const NodeSpec& n) { return n.name == name; });
+      if (it == spec.nodes().end()) throw py::value_error("Pipeline samples: no node named \"" + name + "\"");
+      it->samples = value.cast<const PySamples&>().dataset;
+    }
     registry_ = registry_for(spec, functions);
     PipelineOptions o;
     o.batch_size = option<int64_t>(opts, "batch_size", o.batch_size);
@@ -192,9 +229,24 @@ class PyPipeline {
 }  // namespace
 
 void bind_pipeline(py::module_& m) {
+  py::class_<PySamples>(m, "Samples", "A reader's samples in memory (hdl::Dataset::from_samples).")
+      .def(py::init(&make_samples), py::arg("files"), py::arg("labels") = py::none(), py::arg("root") = "",
+           "files: paths (str or os.PathLike), relative to root unless root is empty; labels: one int "
+           "per file (None: each file's index). ValueError names a bad entry.")
+      .def("__len__", [](const PySamples& s) { return s.dataset->size(); })
+      .def_property_readonly("root", [](const PySamples& s) { return s.dataset->root(); })
+      .def("path", [](const PySamples& s, int64_t i) {
+        if (i < 0 || i >= s.dataset->size()) throw py::index_error("sample " + std::to_string(i) + " out of range");
+        return s.dataset->path(i);
+      }, py::arg("i"))
+      .def("label", [](const PySamples& s, int64_t i) {
+        if (i < 0 || i >= s.dataset->size()) throw py::index_error("sample " + std::to_string(i) + " out of range");
+        return s.dataset->label(i);
+      }, py::arg("i"));
   py::class_<PyPipeline>(m, "Pipeline", "hdl::Pipeline built from a JSON spec (see habana_dataloader.Pipeline).")
-      .def(py::init<const std::string&, const py::dict&, const py::dict&>(), py::arg("spec_json"),
-           py::arg("options"), py::arg("functions") = py::dict())
+      .def(py::init<const std::string&, const py::dict&, const py::dict&, const py::dict&>(), py::arg("spec_json"),
+           py::arg("options"), py::arg("functions") = py::dict(), py::arg("samples") = py::dict(),
+           "samples: {reader node name: Samples}, the readers whose samples are given in memory")
       .def("next", &PyPipeline::next, py::arg("numpy") = false, py::arg("stream") = py::none(),
            "(outputs, info), or None at the end of the epoch. `stream`: the cudaStream_t (an int, 0: "
            "the legacy default stream) that will read gpu-stage outputs; it waits for them without "

@@ -5,8 +5,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
+#include "pipeline/readers/dataset.h"
+#include "pipeline/spec_json.h"
 #include "tests/pipeline/test_ops.h"
 #include "tests/test_util.h"
 
@@ -198,6 +201,56 @@ TEST_F(PipelineTest, BatchesOutliveThePipeline) {
   ASSERT_TRUE(kept);
   EXPECT_EQ(kept->outputs[1].size(), 4);
   EXPECT_GE(*kept->outputs[1].sample(3).typed<int64_t>(), 0);
+}
+
+TEST_F(PipelineTest, SamplesGivenInMemoryReadLikeAFileList) {
+  TempImageFolder folder(2, 5);
+  const Dataset tree = Dataset::image_folder(folder.root().string(), default_image_extensions());
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < tree.size(); ++i) {
+    paths.push_back(std::string(tree.relative_path(i)));
+    labels.push_back(100 + tree.label(i));
+  }
+  PipelineSpec mem;
+  auto f = mem.add("file_reader", {}, {{"shuffle", true}}, {}, "reader");
+  mem.nodes()[f.node].samples = std::make_shared<const Dataset>(Dataset::from_samples(paths, labels, tree.root()));
+  auto sum = mem.add("checksum", {f[0]});
+  mem.set_outputs({sum[0], f[1]});
+  {
+    std::ofstream list(folder.root() / "list.txt");
+    for (size_t i = 0; i < paths.size(); ++i) list << paths[i] << " " << labels[i] << "\n";
+  }
+  PipelineSpec text;
+  auto g = text.add("file_reader", {}, {{"file_list", (folder.root() / "list.txt").string()},
+                                        {"file_root", tree.root()}, {"shuffle", true}}, {}, "reader");
+  auto sum2 = text.add("checksum", {g[0]});
+  text.set_outputs({sum2[0], g[1]});
+  Pipeline a(mem, {.batch_size = 3, .num_threads = 2, .seed = 5}, test_registry());
+  Pipeline b(text, {.batch_size = 3, .num_threads = 2, .seed = 5}, test_registry());
+  const std::vector<Flat> got = run_epochs(a, 2), want = run_epochs(b, 2);
+  EXPECT_EQ(got, want);
+  ASSERT_FALSE(got.empty());
+  EXPECT_GE(got[0].ints[1][0], 100);  // the labels given, not the folder's
+
+  // Not JSON: to_json says why. Not with a file_list, nor on an operator that reads no files.
+  try {
+    (void)to_json(mem);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("file_reader \"reader\"): its samples were given in memory"),
+              std::string::npos) << e.what();
+  }
+  text.nodes()[g.node].samples = mem.nodes()[f.node].samples;
+  EXPECT_THROW(Pipeline(text, {.batch_size = 3}, test_registry()), ConfigError);
+  mem.nodes()[sum.node].samples = mem.nodes()[f.node].samples;
+  try {
+    Pipeline p(mem, {.batch_size = 3}, test_registry());
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("are for readers of files only"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(PipelineTest, UnreadableFileUnderRaise) {

@@ -175,6 +175,25 @@ def test_fallback_is_torch(val_root):
         HabanaDataLoader(data, batch_size=4, prefetch_factor=4)
 
 
+def test_samples_reach_the_pipeline_in_memory(val_root, tmp_path, monkeypatch):
+    # No file list on disk: a read-only or full temp folder changes nothing, and paths with a
+    # newline (legal on Linux) stay native.
+    import tempfile
+    monkeypatch.setattr(tempfile, "mkstemp", lambda *a, **k: (_ for _ in ()).throw(OSError("read-only")))
+    tree = tmp_path / "tree"
+    for c in ("a", "b\nc"):
+        (tree / c).mkdir(parents=True)
+        for f in sorted((val_root / sorted(p.name for p in val_root.iterdir())[0]).glob("*.JPEG"))[:3]:
+            (tree / c / f"x\n{f.name}").symlink_to(f)
+    ds = torchvision.datasets.ImageFolder(str(tree), SMALL)
+    ours = native(ds, batch_size=4, shuffle=False)
+    n = 0
+    for (x, y), (u, v) in zip(ours, DataLoader(ds, batch_size=4, shuffle=False)):
+        assert torch.equal(x, u) and torch.equal(y, v)
+        n += len(y)
+    assert n == len(ds) >= 4
+
+
 def test_resume_mid_epoch(val_root):
     ds = torchvision.datasets.ImageFolder(str(val_root), RANDOM)
     args = dict(batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(1))

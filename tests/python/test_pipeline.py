@@ -1,6 +1,7 @@
 """fn namespace, Pipeline / MediaPipe, JSON specs, python_function, error mapping."""
 
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -46,6 +47,68 @@ def test_argument_errors_name_the_argument():
         Pipeline(batch_size="8")
     with pytest.raises(ValueError, match="on_error"):
         Pipeline(on_error="ignore")
+
+
+def _tree_samples(root):
+    import torchvision
+    ds = torchvision.datasets.ImageFolder(str(root), loader=lambda p: p)
+    return [p for p, _ in ds.samples], [t for _, t in ds.samples]
+
+
+def _decode_batches(reader_kwargs, batches=3):
+    pipe = Pipeline(batch_size=5, num_threads=2, seed=3)
+    with pipe:
+        files, labels = fn.file_reader(shuffle=True, name="reader", **reader_kwargs)
+        pipe.set_outputs(fn.image_decoder(files, resize=[32, 32]), labels)
+    out = []
+    for _ in range(batches):
+        images, labels = pipe.run()
+        out.append((images.numpy().copy(), labels.numpy().copy()))
+    return pipe, out
+
+
+def test_files_and_labels_in_memory_read_like_a_file_list(val_root, tmp_path):
+    paths, targets = _tree_samples(val_root)
+    labels = [1000 + t for t in targets]
+    listed = tmp_path / "list.txt"
+    listed.write_text("".join(f"{p[1:]} {t}\n" for p, t in zip(paths, labels)))
+    _, want = _decode_batches(dict(file_list=str(listed), file_root="/"))
+    pipe, got = _decode_batches(dict(files=paths, labels=labels))
+    for (a, la), (b, lb) in zip(got, want):
+        assert np.array_equal(a, b) and np.array_equal(la, lb)
+    assert got[0][1].min() >= 1000
+    # Relative to file_root; pathlib paths; a numpy array of labels; no labels: the index.
+    rel = [str(pathlib.Path(p).relative_to(val_root)) for p in paths]
+    _, again = _decode_batches(dict(files=[pathlib.Path(r) for r in rel], labels=np.array(labels),
+                                    file_root=str(val_root)))
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(again, want))
+    _, indexed = _decode_batches(dict(files=paths), batches=1)
+    assert sorted(indexed[0][1].tolist()) == sorted(set(indexed[0][1].tolist()))  # dataset indices
+    # A JSON spec cannot hold them: said, not silently dropped.
+    with pytest.raises(ValueError, match='reader "reader": its samples were given in memory'):
+        pipe.to_json()
+
+
+def test_files_errors_name_the_entry(val_root):
+    with pytest.raises(ValueError, match=r"samples: files\[1\] is empty"):
+        fn.file_reader(files=["a.jpg", ""])
+    with pytest.raises(ValueError, match="2 files and 1 labels"):
+        fn.file_reader(files=["a.jpg", "b.jpg"], labels=[3])
+    with pytest.raises(TypeError, match=r"files\[0\]: a path must be str"):
+        fn.file_reader(files=[b"a.jpg"])
+    with pytest.raises(TypeError, match="'files' must be a sequence of paths"):
+        fn.file_reader(files="a.jpg")
+    with pytest.raises(TypeError, match="'labels' needs 'files'"):
+        fn.file_reader(file_root=str(val_root), labels=[1])
+    with pytest.raises(TypeError, match="labels must be a 1-D sequence of integers"):
+        fn.file_reader(files=["a.jpg"], labels=[["x"]])
+    # A missing file is a sample error naming it, as for a file list.
+    pipe = Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        files, labels = fn.file_reader(files=["/nonexistent/x.jpg"])
+        pipe.set_outputs(files, labels)
+    with pytest.raises(DataError, match="/nonexistent/x.jpg"):
+        pipe.run()
 
 
 def test_build_errors_map_to_value_error(tmp_path):

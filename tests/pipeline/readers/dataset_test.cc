@@ -149,5 +149,40 @@ TEST(Dataset, FileListFromTextIsTheSameParser) {
   EXPECT_THROW(Dataset::file_list_from_text("# only a comment\n", "mem", ""), ConfigError);
 }
 
+TEST(Dataset, FromSamplesKeepsPathsByteForByte) {
+  // No text format in between: spaces, a newline, a '#' at the start, non-UTF-8 bytes stay.
+  const std::vector<std::string> paths = {"train/a b.jpg", "odd\nname.jpg", "#hash.jpg", "x\xff.jpg"};
+  const Dataset d = Dataset::from_samples(paths, {3, -1, 7, 0}, "/data");
+  ASSERT_EQ(d.size(), 4);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(d.relative_path(i), paths[i]);
+  EXPECT_EQ(d.path(1), "/data/odd\nname.jpg");
+  EXPECT_EQ(d.label(1), -1);
+  EXPECT_EQ(d.label(2), 7);
+  EXPECT_TRUE(d.classes().empty());
+  // No labels: each sample's index (DALI's file reader does the same). No root: as given.
+  const Dataset plain = Dataset::from_samples({"/abs/x.jpg", "rel/y.jpg"}, {});
+  EXPECT_EQ(plain.label(0), 0);
+  EXPECT_EQ(plain.label(1), 1);
+  EXPECT_EQ(plain.path(0), "/abs/x.jpg");
+  EXPECT_EQ(plain.path(1), "rel/y.jpg");
+  EXPECT_EQ(Dataset::from_samples({}, {}).size(), 0);
+}
+
+TEST(Dataset, FromSamplesNamesTheBadEntry) {
+  auto message = [](const std::vector<std::string>& paths, const std::vector<int64_t>& labels) {
+    try {
+      Dataset::from_samples(paths, labels);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(message({"a.jpg", "b.jpg"}, {1}), "samples: 2 files and 1 labels (give one label per file, or none)");
+  EXPECT_EQ(message({"a.jpg", ""}, {}), "samples: files[1] is empty");
+  EXPECT_EQ(message({std::string("a\0b.jpg", 7)}, {}), "samples: files[0] holds a NUL byte");
+  const std::string msg = message({"a.jpg", "b.jpg", std::string(5000, 'x')}, {});
+  EXPECT_NE(msg.find("samples: files[2] is 5000 bytes, longer than PATH_MAX (4095)"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace hdl
