@@ -1,6 +1,7 @@
 // decoders/nvjpeg: the host-side behaviour (what is refused and why, the fallback to the CPU
 // decoder through DecoderSet) runs everywhere; decoding on a device needs a GPU and libnvjpeg.
 #include "decoders/nvjpeg/nvjpeg_decoder.h"
+#include "decoders/nvjpeg/nvjpeg_hardware.h"
 
 #include <gtest/gtest.h>
 
@@ -52,6 +53,32 @@ TEST(NvjpegTest, StatusSaysWhatIsMissing) {
     EXPECT_NE(s.message().find("libnvjpeg"), std::string::npos) << s.message();
   }
   std::cout << "[ nvjpeg ] unavailable: " << s.message() << "\n";
+}
+
+TEST(NvjpegTest, HardwareDecoderSaysWhyItCannotRunAndAnswersEveryCallSo) {
+  NvjpegHardwareDecoder hw;
+  const Status s = hw.status();
+  if (s.is_ok()) GTEST_SKIP() << "hardware JPEG engines present: see NvjpegHardwareGpuTest";
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  if (!nvjpeg_status().is_ok()) {
+    EXPECT_EQ(s.message(), nvjpeg_status().message());  // no library or no device: that reason
+  } else {
+    EXPECT_TRUE(s.message().find("lacks") != std::string::npos ||
+                s.message().find("no hardware JPEG engines on cuda:0") != std::string::npos) << s.message();
+  }
+  EXPECT_EQ(hw.status().message(), s.message());  // kept, not retried
+  const std::vector<uint8_t> jpeg = corpus_file("jpeg/ok/gdk_valid1_400.jpg");
+  const Result<ImageInfo> info = hw.supports(jpeg, DecodeRequest{});
+  ASSERT_FALSE(info.is_ok());
+  EXPECT_EQ(info.status().message(), s.message());
+  Tensor out = Tensor::empty(Shape{4, 4, 3}, DType::kU8, Layout::kHWC);
+  cuda::Stream none;
+  const std::vector<HardwareDecodeItem> items = {{jpeg, out.view()}, {jpeg, out.view()}};
+  const std::vector<Status> got = hw.decode(items, ColorFormat::kRGB, none);
+  ASSERT_EQ(got.size(), 2u);
+  for (const Status& g : got) EXPECT_EQ(g.message(), s.message());
+  EXPECT_EQ(hw.stats().batches, 0u);
+  std::cout << "[ nvjpeg ] hardware engines unavailable: " << s.message() << "\n";
 }
 
 TEST(NvjpegTest, ProbeLeavesWhatNvjpegCannotTakeToTheCpu) {

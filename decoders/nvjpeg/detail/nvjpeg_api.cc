@@ -54,6 +54,21 @@ Loaded load() {
   if (missing) {
     out.status = Status::unsupported(a.library + " lacks " + missing);
     dlclose(lib);
+    return out;
+  }
+  const char* batched = nullptr;
+  if (!bind(lib, "nvjpegCreateEx", a.create_ex)) batched = "nvjpegCreateEx";
+  else if (!bind(lib, "nvjpegDecodeBatchedInitialize", a.decode_batched_initialize)) batched = "nvjpegDecodeBatchedInitialize";
+  else if (!bind(lib, "nvjpegDecodeBatched", a.decode_batched)) batched = "nvjpegDecodeBatched";
+  else if (!bind(lib, "nvjpegJpegStreamCreate", a.jpeg_stream_create)) batched = "nvjpegJpegStreamCreate";
+  else if (!bind(lib, "nvjpegJpegStreamDestroy", a.jpeg_stream_destroy)) batched = "nvjpegJpegStreamDestroy";
+  else if (!bind(lib, "nvjpegJpegStreamParseHeader", a.jpeg_stream_parse_header)) batched = "nvjpegJpegStreamParseHeader";
+  else if (!bind(lib, "nvjpegDecodeBatchedSupported", a.decode_batched_supported)) batched = "nvjpegDecodeBatchedSupported";
+  if (batched) {
+    a.batched_missing = batched;
+    a.create_ex = nullptr, a.decode_batched_initialize = nullptr, a.decode_batched = nullptr;
+    a.jpeg_stream_create = nullptr, a.jpeg_stream_destroy = nullptr, a.jpeg_stream_parse_header = nullptr;
+    a.decode_batched_supported = nullptr;
   }
   // On success the library stays loaded for the life of the process (never dlclose'd: decoder
   // instances may be destroyed during exit).

@@ -23,6 +23,7 @@ struct NvjpegImage {
 };
 
 constexpr int kNvjpegSuccess = 0;      ///< NVJPEG_STATUS_SUCCESS
+constexpr int kNvjpegBackendHardware = 3;  ///< NVJPEG_BACKEND_HARDWARE: the GPU's JPEG engines
 constexpr int kNvjpegOutputRgbi = 5;   ///< NVJPEG_OUTPUT_RGBI: interleaved RGB in channel[0]
 constexpr int kNvjpegOutputBgri = 6;   ///< NVJPEG_OUTPUT_BGRI
 
@@ -38,6 +39,22 @@ struct NvjpegApi {
   int (*decode)(void* handle, void* state, const unsigned char* data, size_t length,
                 int output_format, NvjpegImage* destination, void* cuda_stream) = nullptr;
   int (*get_property)(int type, int* value) = nullptr;  ///< 0 major, 1 minor, 2 patch
+
+  // Batched decode on the hardware engines (CUDA 11+). Optional: all null when the library
+  // lacks one of them (`batched_missing` names it).
+  int (*create_ex)(int backend, void* device_allocator, void* pinned_allocator, unsigned flags,
+                   void** handle) = nullptr;
+  int (*decode_batched_initialize)(void* handle, void* state, int batch_size, int max_cpu_threads,
+                                   int output_format) = nullptr;
+  int (*decode_batched)(void* handle, void* state, const unsigned char* const* data, const size_t* lengths,
+                        NvjpegImage* destinations, void* cuda_stream) = nullptr;
+  int (*jpeg_stream_create)(void* handle, void** jpeg_stream) = nullptr;
+  int (*jpeg_stream_destroy)(void* jpeg_stream) = nullptr;
+  int (*jpeg_stream_parse_header)(void* handle, const unsigned char* data, size_t length,
+                                  void* jpeg_stream) = nullptr;
+  int (*decode_batched_supported)(void* handle, void* jpeg_stream, int* is_supported) = nullptr;
+  std::string batched_missing;  ///< empty when the batched entry points are all there
+  bool has_batched() const { return batched_missing.empty(); }
 };
 
 /// The process-wide table, or why there is none: kUnsupported "libnvjpeg not found (tried
