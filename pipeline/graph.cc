@@ -244,10 +244,10 @@ Graph Graph::build(const PipelineSpec& pipeline, const OpRegistry& registry) {
     for (const auto& [name, r] : specs[idx].arg_inputs)
       node.arg_inputs.emplace_back(name, first_value[r.node] + r.output);
     try {
-      if (node.spec.stage == Stage::kDevice && !node.schema->create_device)
-        throw ConfigError("has no gpu-stage implementation");
-      node.op = node.spec.stage == Stage::kDevice ? node.schema->create_device(node.spec)
-                                                  : node.schema->create(node.spec);
+      const bool device = node.spec.stage != Stage::kCpu;
+      if (device && !node.schema->create_device)
+        throw ConfigError(std::string("has no ") + stage_name(node.spec.stage) + "-stage implementation");
+      node.op = device ? node.schema->create_device(node.spec) : node.schema->create(node.spec);
       std::vector<TensorSpec> out_specs = node.op->infer_outputs(in_specs);
       if (out_specs.size() != node.schema->outputs.size())
         throw ConfigError("produces " + std::to_string(out_specs.size()) + " outputs, schema says " +

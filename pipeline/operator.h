@@ -90,8 +90,12 @@ class BatchIO {
   virtual ~BatchIO() = default;
   virtual int64_t size() const = 0;  ///< samples in the batch
   virtual int num_inputs() const = 0;
-  /// Input i of sample s: a view of device memory (on stream().device()).
+  /// Input i of sample s: a view of device memory (on stream().device()); for a mixed-stage
+  /// operator, of host memory (its inputs come from the cpu stage and are not uploaded).
   virtual const ConstTensorView& input(int i, int64_t s) const = 0;
+  /// A mixed-stage operator's host half's output i for sample s: what its run() wrote on the
+  /// cpu stage (pinned host memory). Empty views for other operators.
+  virtual const ConstTensorView& staged(int i, int64_t s) const = 0;
   /// Arguments, random stream and sample of sample s, exactly as a cpu-stage run sees them
   /// (the same Philox stream), so the ops::*_arg helpers and the cpu operators' parameter
   /// draws serve both stages. Its input() and output() are not for use.

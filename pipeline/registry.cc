@@ -57,10 +57,12 @@ const OpRegistry& OpRegistry::builtin() {
 
 void OpRegistry::add(OpSchema schema) {
   if (!schema.create) throw ConfigError("operator \"" + schema.name + "\" has no factory");
-  const bool on_device = std::find(schema.stages.begin(), schema.stages.end(), Stage::kDevice) != schema.stages.end();
+  auto lists = [&](Stage st) { return std::find(schema.stages.begin(), schema.stages.end(), st) != schema.stages.end(); };
+  const bool on_device = lists(Stage::kDevice) || lists(Stage::kMixed);
   if (on_device != static_cast<bool>(schema.create_device))
     throw ConfigError("operator \"" + schema.name + "\" " +
-                      (on_device ? "lists stage gpu but has no create_device" : "has create_device but does not list stage gpu"));
+                      (on_device ? "lists stage gpu or mixed but has no create_device"
+                                 : "has create_device but lists neither stage gpu nor mixed"));
   const std::string name = schema.name;
   if (!schemas_.emplace(name, std::move(schema)).second)
     throw ConfigError("operator \"" + name + "\" is registered twice");

@@ -102,8 +102,11 @@ struct OpSchema {
   std::vector<Stage> stages = {Stage::kCpu};
   /// Builds the operator from a node whose arguments have been validated against this schema.
   std::function<std::unique_ptr<Operator>(const NodeSpec&)> create;
-  /// Builds the gpu-stage operator (whose run_batch does the work); set for operators with
-  /// Stage::kDevice in `stages`. Same node, same arguments, same random draws per sample.
+  /// Builds the gpu-stage operator (whose run_batch does the work), or the mixed-stage one
+  /// (host half: run() per sample on the cpu stage, writing the outputs run_batch reads as
+  /// BatchIO::staged; device half: run_batch in the device stage); set for operators with
+  /// Stage::kDevice or Stage::kMixed in `stages`. Same node, same arguments, same random draws
+  /// per sample.
   std::function<std::unique_ptr<Operator>(const NodeSpec&)> create_device;
 
   const ArgSchema* find_arg(const std::string& name) const;

@@ -74,14 +74,22 @@ class BatchRun final : public BatchIO {
   Status begin(int node_index) {
     node_index_ = node_index;
     node_ = &core_.graph.nodes()[node_index];
+    const bool mixed = node_->spec.stage == Stage::kMixed;
     inputs_.assign(node_->inputs.size(), {});
     for (size_t i = 0; i < node_->inputs.size(); ++i) {
-      const DeviceValue& d = job_.device[node_->inputs[i]];
       auto& views = inputs_[i];
       views.reserve(static_cast<size_t>(job_.length));
+      if (mixed) {  // cpu values, read where the cpu stage left them
+        for (int64_t s = 0; s < job_.length; ++s) views.push_back(core_.host_value(job_, node_->inputs[i], s));
+        continue;
+      }
+      const DeviceValue& d = job_.device[node_->inputs[i]];
       for (int64_t s = 0; s < job_.length; ++s)
         views.push_back(d.dense.defined() ? ConstTensorView(d.dense.slice(s).view()) : ConstTensorView(d.ragged[s].view()));
     }
+    staged_.assign(mixed ? node_->outputs.size() : 0, {});
+    for (size_t i = 0; i < staged_.size(); ++i)
+      for (int64_t s = 0; s < job_.length; ++s) staged_[i].push_back(core_.host_value(job_, node_->outputs[i], s));
     return Status::ok();
   }
 
@@ -101,6 +109,9 @@ class BatchRun final : public BatchIO {
   int64_t size() const override { return job_.length; }
   int num_inputs() const override { return static_cast<int>(node_->inputs.size()); }
   const ConstTensorView& input(int i, int64_t s) const override { return inputs_[i][s]; }
+  const ConstTensorView& staged(int i, int64_t s) const override {
+    return i >= 0 && static_cast<size_t>(i) < staged_.size() ? staged_[i][s] : none_;
+  }
   SampleIO& sample_io(int64_t s) override {
     args_.begin(node_index_, s);
     return args_;
@@ -170,6 +181,8 @@ class BatchRun final : public BatchIO {
   int node_index_ = 0;
   const GraphNode* node_ = nullptr;
   std::vector<std::vector<ConstTensorView>> inputs_;
+  std::vector<std::vector<ConstTensorView>> staged_;  // a mixed node's host-half outputs
+  ConstTensorView none_;
   std::map<int, Tensor> whole_;
 };
 
@@ -185,8 +198,9 @@ DeviceStage::DeviceStage(ExecutorCore& core, int device_index)
   for (int v : core.graph.outputs()) is_output_[v] = true;
   std::vector<bool> uploaded(core.graph.num_values(), false);
   for (size_t n = 0; n < nodes.size(); ++n) {
-    if (nodes[n].spec.stage != Stage::kDevice) continue;
+    if (nodes[n].spec.stage == Stage::kCpu) continue;
     nodes_.push_back(static_cast<int>(n));
+    if (nodes[n].spec.stage == Stage::kMixed) continue;  // reads its inputs on the host
     for (int v : nodes[n].inputs) {
       if (core.value_stage[v] == Stage::kCpu && !uploaded[v]) {
         uploaded[v] = true;
@@ -203,7 +217,8 @@ DeviceStage::DeviceStage(ExecutorCore& core, int device_index)
       uploads_.push_back(v);
     }
   }
-  const std::string who = nodes[nodes_.front()].spec.describe() + " (gpu): ";
+  const GraphNode& first = nodes[nodes_.front()];
+  const std::string who = first.spec.describe() + " (" + stage_name(first.spec.stage) + "): ";
   if (Status st = cuda::require_device(device_); !st.is_ok()) throw ConfigError(who + st.message());
   auto stream = cuda::Stream::create(device_);
   if (!stream.is_ok()) throw ConfigError(who + stream.status().message());
@@ -304,6 +319,20 @@ Status DeviceStage::run_locked(Job& job) {
     (void)stream_.synchronize();  // copies already queued still read `pending`'s blocks
     return Status(st.code(), "gpu stage: " + where + ": upload: " + st.message());
   }
+  // A mixed node's device half copies (and its decoder reads) host memory of this batch's
+  // cpu stage asynchronously: those blocks go back to their pool only after the batch's event.
+  for (int n : nodes_) {
+    const GraphNode& node = core_.graph.nodes()[n];
+    if (node.spec.stage != Stage::kMixed) continue;
+    auto keep = [&](int v) {
+      const int k = core_.collect_of_value[v];
+      if (core_.dense[k]) return pending.pinned.push_back(job.dense[k]);
+      for (const Tensor& t : job.ragged[k])
+        if (t.defined()) pending.pinned.push_back(t);
+    };
+    for (int v : node.inputs) keep(v);
+    for (int v : node.outputs) keep(v);
+  }
   BatchRun io(core_, job, *this, stream_, workspace_);
   for (int n : nodes_) {
     const GraphNode& node = core_.graph.nodes()[n];
@@ -315,11 +344,13 @@ Status DeviceStage::run_locked(Job& job) {
     NodeCounters& c = core_.counters[n];
     c.nanos.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()),
                       std::memory_order_relaxed);
-    c.samples.fetch_add(static_cast<uint64_t>(job.length), std::memory_order_relaxed);
+    // A mixed node's samples were counted by its host half on the cpu stage.
+    if (node.spec.stage != Stage::kMixed) c.samples.fetch_add(static_cast<uint64_t>(job.length), std::memory_order_relaxed);
     if (!st.is_ok()) {
       c.failures.fetch_add(static_cast<uint64_t>(job.length), std::memory_order_relaxed);
       (void)stream_.synchronize();  // the stream may still read this batch's uploads
-      return Status(st.code(), node.spec.describe() + " (gpu): " + where + ": " + st.message());
+      return Status(st.code(), node.spec.describe() + " (" + stage_name(node.spec.stage) + "): " + where + ": " +
+                                   st.message());
     }
   }
   HDL_ASSIGN_OR_RETURN(cuda::Event ready, cuda::Event::create(device_));

@@ -1,8 +1,11 @@
 // The device stage of the executor (private): what runs once a batch's cpu stage is complete,
 // on the pipeline's CUDA stream, without blocking the host on the device.
 //
-// For each batch: the pinned host values the gpu stage reads, and the cpu stage's pipeline
-// outputs (labels: a pipeline with a gpu stage hands out device batches only), are uploaded
+// For each batch: the device halves of the mixed-stage operators run first (image decoders:
+// host bytes and what their host half staged on the cpu stage in, device pixels out; they read
+// their inputs on the host, nothing is uploaded for them). Then the pinned host values the gpu
+// stage reads, and the cpu stage's pipeline outputs (labels: a pipeline with a device stage
+// hands out device batches only), are uploaded
 // (cudaMemcpyAsync on the stream; the pinned blocks go back to their pool only once the copies
 // have finished), the gpu-stage operators enqueue their kernels (Operator::run_batch, one
 // launch per batch where the kernel allows), and an event recorded after them becomes the
@@ -77,7 +80,7 @@ class DeviceStage {
 
   ExecutorCore& core_;
   Device device_;
-  std::vector<int> nodes_;    // gpu nodes, in graph order
+  std::vector<int> nodes_;    // mixed and gpu nodes, in graph order
   std::vector<int> uploads_;  // cpu-stage values that gpu nodes read as inputs
   mutable std::mutex mu_;     // serialises run(); guards everything below
   cuda::Stream stream_;

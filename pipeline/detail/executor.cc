@@ -45,7 +45,8 @@ ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts
       threads(resolve_threads(opts.num_threads)),
       budget(threads),
       arena(threads, 0),
-      pool(has_stage(graph, Stage::kDevice) ? static_cast<Allocator&>(cuda::pinned_host_allocator()) : host_allocator(),
+      pool(has_stage(graph, Stage::kDevice) || has_stage(graph, Stage::kMixed)
+               ? static_cast<Allocator&>(cuda::pinned_host_allocator()) : host_allocator(),
            opts.max_cached_bytes),
       counters(graph.nodes().size()) {
   // A reader that looks into its files to know its samples does it once, in parallel.
@@ -179,7 +180,8 @@ Status Executor::Core::run_sample(Job& job, int64_t slot, const SampleInfo& info
   SampleRun io(*this, job, slot, ws, info);
   const auto& nodes = graph.nodes();
   for (size_t n = 0; n < nodes.size(); ++n) {
-    if (nodes[n].spec.stage != Stage::kCpu) continue;  // the device stage runs those per batch
+    // gpu nodes run per batch in the device stage; mixed nodes run their host half here.
+    if (nodes[n].spec.stage == Stage::kDevice) continue;
     io.begin(static_cast<int>(n));
     const auto t0 = Clock::now();
     Status st;
@@ -300,9 +302,6 @@ Executor::Executor(const PipelineSpec& spec, const PipelineOptions& options, con
   Core& c = *core_;
   c.value_stage.assign(c.graph.num_values(), Stage::kCpu);
   for (const auto& node : c.graph.nodes()) {
-    if (node.spec.stage == Stage::kMixed)
-      throw ConfigError(node.spec.describe() + ": stage \"mixed\" (decoding on the device) is not run yet; "
-                        "decode on the cpu stage and move the rest to \"gpu\"");
     c.rng_keys.push_back(RandomStream::key_for(options.seed, node.spec.name));
     for (int v : node.outputs) c.value_stage[v] = node.spec.stage;
   }
@@ -333,9 +332,25 @@ Executor::Executor(const PipelineSpec& spec, const PipelineOptions& options, con
       collect(v);
     }
   }
+  // A mixed node runs in two halves: its host half on the cpu stage (reading cpu values,
+  // kept per batch like a gpu node's inputs) writes staged host values under the node's own
+  // output ids, always ragged (a sample its device half decodes may stage nothing); its device
+  // half reads them (BatchIO::staged) and writes the device values of the same ids.
+  for (const auto& node : c.graph.nodes()) {
+    if (node.spec.stage != Stage::kMixed) continue;
+    for (int v : node.inputs) collect(v);
+    for (const auto& [name, v] : node.arg_inputs) collect(v);
+    for (int v : node.outputs) {
+      c.collect_of_value[v] = static_cast<int>(c.collected.size());
+      c.collected.push_back(v);
+      c.dense.push_back(false);
+      c.sample_shape.push_back(c.graph.value_spec(v).shape);
+    }
+  }
   c.arena_bytes = std::make_unique<std::atomic<size_t>[]>(c.collected.size());
   for (size_t k = 0; k < c.collected.size(); ++k) c.arena_bytes[k] = 0;
-  if (has_stage(c.graph, Stage::kDevice)) c.device_stage = std::make_unique<DeviceStage>(c, options.device_id);
+  if (has_stage(c.graph, Stage::kDevice) || has_stage(c.graph, Stage::kMixed))
+    c.device_stage = std::make_unique<DeviceStage>(c, options.device_id);
   // The fingerprint ties a saved state to this pipeline.
   uint64_t h = 0xcbf29ce484222325ull;
   for (const auto& node : c.graph.nodes()) {

@@ -8,6 +8,7 @@
 
 #include "pipeline/kernels/crop.h"
 #include "pipeline/kernels/cuda/geometry.h"
+#include "pipeline/kernels/cuda/resize.h"
 #include "pipeline/kernels/resize.h"
 #include "pipeline/operators/decode_geometry.h"
 #include "pipeline/operators/op_util.h"
@@ -117,18 +118,36 @@ class RandomResizedCropOp final : public Operator {
 
   Status run(SampleIO& io) const override {
     const ConstTensorView& in = io.input(0);
-    StreamDraws draws(io.rng());
-    const CropWindow w = random_resized_crop_window({in.shape[0], in.shape[1]}, params_, draws);
-    kernels::ResizeOptions options = options_;
-    if (!random_filters_.empty()) options.filter = random_filters_[io.rng().below(random_filters_.size())];
+    const auto [w, options] = draw(io, in.shape);
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{size_.h, size_.w, in.shape[2]}, in.dtype, Layout::kHWC));
     return kernels::resize(in.crop_hw(w.top, w.left, w.height, w.width), out, options,
                            static_cast<ResizeState*>(io.state())->workspace);
   }
 
+  // The gpu stage: the same window and filter per sample (the same draws), the device resize.
+  Status run_batch(BatchIO& io) const override {
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& in = io.input(0, s);
+      const auto [w, options] = draw(io.sample_io(s), in.shape);
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, Shape{size_.h, size_.w, in.shape[2]}, in.dtype, Layout::kHWC));
+      HDL_RETURN_IF_ERROR(kernels::cuda::resize(in.crop_hw(w.top, w.left, w.height, w.width), out, options,
+                                                io.workspace(), io.stream()));
+    }
+    return Status::ok();
+  }
+
   std::unique_ptr<OpState> make_state() const override { return std::make_unique<ResizeState>(); }
 
  private:
+  // A sample's window, then its filter (random_interpolation): both stages draw them here.
+  std::pair<CropWindow, kernels::ResizeOptions> draw(SampleIO& io, const Shape& in) const {
+    StreamDraws draws(io.rng());
+    const CropWindow w = random_resized_crop_window({in[0], in[1]}, params_, draws);
+    kernels::ResizeOptions options = options_;
+    if (!random_filters_.empty()) options.filter = random_filters_[io.rng().below(random_filters_.size())];
+    return {w, options};
+  }
+
   SizeHW size_;
   RandomResizedCropParams params_;
   kernels::ResizeOptions options_;
@@ -359,7 +378,13 @@ OpSchema random_resized_crop_schema() {
       {"antialias", ArgType::kBool, ArgValue(true), "low-pass when downscaling (torchvision antialias=True)"},
       {"pillow", ArgType::kBool, ArgValue(false), "PIL.Image.resize's arithmetic (what torchvision does to PIL images): Pillow's weights and uint8 rounding, bit-exact with Pillow; antialias is then ignored (Pillow always low-passes)"},
   };
+  s.stages = {Stage::kCpu, Stage::kDevice};
   s.create = [](const NodeSpec& n) { return std::make_unique<RandomResizedCropOp>(n); };
+  // After a mixed-stage image_decoder (whole images on the device), or any gpu-stage images.
+  s.create_device = [](const NodeSpec& n) -> std::unique_ptr<Operator> {
+    if (n.get_bool("pillow")) throw ConfigError("pillow rounding runs on the cpu stage");
+    return std::make_unique<RandomResizedCropOp>(n);
+  };
   return s;
 }
 

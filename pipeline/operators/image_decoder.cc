@@ -1,8 +1,17 @@
 // image_decoder: encoded bytes -> HWC uint8 pixels, through the decoder registry; optionally
 // fused with RandomResizedCrop / Resize / CenterCrop so that only the needed region is decoded
 // (JPEG region-of-interest decode, DCT-domain downscaling) and resized straight into the slot.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "decoders/decoder_set.h"
 #include "decoders/jpeg_index.h"
+#include "decoders/nvjpeg/nvjpeg_decoder.h"
+#include "decoders/nvjpeg/nvjpeg_hardware.h"
+#include "media/cuda/allocator.h"
+#include "media/cuda/stream.h"
+#include "pipeline/detail/decode_share.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
 #include "pipeline/operators/decode_geometry.h"
@@ -139,6 +148,164 @@ class ImageDecoderOp final : public Operator {
   std::unique_ptr<JpegIndexCache> index_;  // shared by the worker threads; thread-safe
 };
 
+// The mixed-stage image decoder (docs/CUDA.md, "The mixed stage"): whole images, host bytes in,
+// device pixels out, decoded by the GPU's hardware JPEG engines and by CPU threads together.
+//
+// Host half (run, per sample on the cpu stage): a JPEG the engines could take (our header
+// checks) goes to the hardware unless DecodeShare sends it to the CPU (a key drawn from the
+// node's random stream, so a fixed share routes the same samples every run); it stages an
+// empty [0, 0, C] image. Every other sample is decoded here by the CPU operator into its staged
+// pinned output, under the pipeline's error policy, as on the cpu stage.
+// Device half (run_batch, per batch in the device stage): the staged CPU pixels are copied into
+// their device outputs; the hardware's images go to one NvjpegHardwareDecoder call. What the
+// engines refuse after all (nvJPEG's own header check), or a failed call, is decoded on the CPU
+// here, in this thread (rare: counted). A file both decoders refuse fails its batch, naming it.
+// The call's time (the stream drained after it) and the host half's CPU times set the share.
+class MixedImageDecoderOp final : public Operator {
+ public:
+  explicit MixedImageDecoderOp(const NodeSpec& n)
+      : cpu_(n), share_(share_options(n)) {
+    request_.color = parse_color_format(n.get_string("output_type"));
+    request_.apply_orientation = n.get_bool("apply_orientation");
+    request_.max_pixels = n.get_int("max_pixels");
+    request_.max_scans = static_cast<int>(n.get_int("max_scans"));
+    request_.allow_partial = n.get_bool("allow_partial");
+    // No library or no device: every image is the CPU's from the start (the device stage then
+    // refuses to start anyway, naming CUDA's reason).
+    hardware_usable_.store(nvjpeg_status().is_ok(), std::memory_order_relaxed);
+  }
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override { return cpu_.infer_outputs(in); }
+  std::unique_ptr<OpState> make_state() const override { return cpu_.make_state(); }
+
+  Status run(SampleIO& io) const override {
+    const ConstTensorView& in = io.input(0);
+    const std::span<const uint8_t> bytes(in.typed<uint8_t>(), static_cast<size_t>(in.num_elements()));
+    const uint64_t key = io.rng().next_u64();
+    const bool eligible = hardware_usable_.load(std::memory_order_relaxed) && engines_may_take(bytes);
+    if (eligible && !share_.to_cpu(key)) {
+      HDL_ASSIGN_OR_RETURN(TensorView none, io.output(0, Shape{0, 0, color_channels(request_.color)}, DType::kU8, Layout::kHWC));
+      (void)none;
+      return Status::ok();
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = cpu_.run(io);
+    if (st.is_ok() && eligible)
+      share_.record_cpu(1, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (st.is_ok()) cpu_images_.fetch_add(1, std::memory_order_relaxed);
+    return st;
+  }
+
+  Status run_batch(BatchIO& io) const override {
+    cuda::Stream& stream = io.stream();
+    if (!hw_) hw_ = std::make_unique<NvjpegHardwareDecoder>(stream.device().index);
+    if (!hw_->status().is_ok()) hardware_usable_.store(false, std::memory_order_relaxed);
+    std::vector<HardwareDecodeItem> items;
+    std::vector<int64_t> item_sample;
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& staged = io.staged(0, s);
+      if (staged.shape.ndim() == 3 && staged.shape[0] > 0) {  // decoded by the host half
+        HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, staged.shape, DType::kU8, Layout::kHWC));
+        HDL_RETURN_IF_ERROR(copy_to_device(staged, out, stream));
+        continue;
+      }
+      const ConstTensorView& in = io.input(0, s);
+      const std::span<const uint8_t> bytes(in.typed<uint8_t>(), static_cast<size_t>(in.num_elements()));
+      Result<ImageInfo> info = hw_->status().is_ok() ? hw_->supports(bytes, request_) : Result<ImageInfo>(hw_->status());
+      if (!info.is_ok()) {
+        HDL_RETURN_IF_ERROR(decode_here(io, s, bytes, nullptr));
+        continue;
+      }
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, Shape{info->height, info->width, 3}, DType::kU8, Layout::kHWC));
+      items.push_back({bytes, out});
+      item_sample.push_back(s);
+    }
+    if (items.empty()) return Status::ok();
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<Status> done = hw_->decode(items, request_.color, stream);
+    // The engines' time, for the share: the stream drained after the call (the device stage
+    // runs in a worker thread; the cpu stage goes on meanwhile).
+    HDL_RETURN_IF_ERROR(stream.synchronize());
+    int64_t decoded = 0;
+    for (size_t i = 0; i < done.size(); ++i) {
+      if (done[i].is_ok()) {
+        ++decoded;
+        continue;
+      }
+      if (done[i].code() != StatusCode::kUnsupported) return done[i];
+      const std::span<const uint8_t> bytes = items[i].data;
+      HDL_RETURN_IF_ERROR(decode_here(io, item_sample[i], bytes, &items[i].out));
+    }
+    share_.end_batch(decoded, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    hardware_images_.fetch_add(static_cast<uint64_t>(decoded), std::memory_order_relaxed);
+    return Status::ok();
+  }
+
+  std::vector<std::pair<std::string, int64_t>> counters() const override {
+    return {{"hardware_images", static_cast<int64_t>(hardware_images_.load())},
+            {"cpu_images", static_cast<int64_t>(cpu_images_.load())},
+            {"device_stage_cpu_images", static_cast<int64_t>(fallback_images_.load())},
+            {"cpu_share_permille", static_cast<int64_t>(share_.cpu_share() * 1000 + 0.5)}};
+  }
+
+ private:
+  static detail::DecodeShareOptions share_options(const NodeSpec& n) {
+    detail::DecodeShareOptions o;
+    const double hw = n.get_float("hw_share");
+    if (hw >= 0) o.fixed_cpu_share = 1 - hw;
+    o.max_cpu_share = 1 - 1.0 / 64;  // adaptive: the engines keep getting work, so keep being measured
+    o.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return o;
+  }
+
+  // Our header checks (no nvJPEG call: the host half runs on many threads at once).
+  bool engines_may_take(std::span<const uint8_t> bytes) const {
+    Result<ImageInfo> info = nvjpeg_probe_image(bytes);
+    if (!info.is_ok() || !nvjpeg_supports(*info, request_).is_ok()) return false;
+    if (info->subsampling == "411" || info->subsampling == "410") return false;  // the engines refuse them
+    return info->width * info->height <= request_.max_pixels;
+  }
+
+  static Status copy_to_device(const ConstTensorView& host, const TensorView& out, cuda::Stream& stream) {
+    Result<cuda::Event> copied = cuda::copy_async(host, out, stream);
+    return copied.status();
+  }
+
+  // Decodes sample s on the CPU in this thread into pinned memory and uploads it into `out`
+  // (or a new output), then waits for the copy: a rare path.
+  Status decode_here(BatchIO& io, int64_t s, std::span<const uint8_t> bytes, const TensorView* out) const {
+    const SampleInfo& info = io.sample_io(s).sample();
+    auto where = [&] {
+      return "sample " + std::to_string(info.dataset_index) + " \"" +
+             (info.dataset ? info.dataset->path(info.dataset_index) : std::string("?")) + "\": ";
+    };
+    Result<Shape> shape = decoders_.output_shape(bytes, request_);
+    if (!shape.is_ok()) return Status(shape.status().code(), where() + shape.status().message());
+    Tensor pinned = Tensor::empty(*shape, DType::kU8, Layout::kHWC, cuda::pinned_host_allocator());
+    if (Status st = decoders_.decode(bytes, request_, pinned.view()).status(); !st.is_ok())
+      return Status(st.code(), where() + st.message());
+    TensorView target;
+    if (out) {
+      target = *out;
+      if (target.shape != *shape) return Status::internal(where() + "the CPU decodes " + shape->to_string() + ", nvJPEG planned " + target.shape.to_string());
+    } else {
+      HDL_ASSIGN_OR_RETURN(target, io.output(0, s, *shape, DType::kU8, Layout::kHWC));
+    }
+    HDL_RETURN_IF_ERROR(copy_to_device(pinned.view(), target, io.stream()));
+    fallback_images_.fetch_add(1, std::memory_order_relaxed);
+    return io.stream().synchronize();  // `pinned` is freed on return
+  }
+
+  ImageDecoderOp cpu_;  // the host half's decoder, exactly the cpu stage's
+  DecodeRequest request_;
+  mutable detail::DecodeShare share_;
+  mutable std::atomic<bool> hardware_usable_{true};  // false once the device half found no engines
+  // The device half's own (run_batch calls are serialised by the device stage).
+  mutable std::unique_ptr<NvjpegHardwareDecoder> hw_;
+  mutable DecoderSet decoders_;
+  mutable std::atomic<uint64_t> hardware_images_{0}, cpu_images_{0}, fallback_images_{0};
+};
+
 }  // namespace
 
 OpSchema image_decoder_schema() {
@@ -165,9 +332,18 @@ OpSchema image_decoder_schema() {
       {"dct_scaling", ArgType::kBool, ArgValue(true), "let the JPEG decoder reduce by 1/2, 1/4, 1/8 while the decoded region stays >= 2x the resized size (false: exact)"},
       {"index_cache_mb", ArgType::kInt, ArgValue(int64_t{512}), "memory for JPEG entry-point indexes (about 10% of a file's size, shared out over the dataset), built on a file's first region decode, so that later epochs Huffman-decode only the MCUs around the region (same pixels); 0: off", at_least(0)},
   };
+  s.args.push_back({"hw_share", ArgType::kFloat, ArgValue(-1.0), "mixed stage: the share of the JPEGs the GPU's hardware engines can take that they decode, the rest going to CPU threads (DALI's hw_decoder_load), fixed and the same samples every run; -1: adapt the split to both engines' measured rates so they finish each batch together", in_range(-1, 1)});
   for (ArgSchema& a : ops::fused_geometry_args("image")) s.args.push_back(std::move(a));
   s.stages = {Stage::kCpu, Stage::kMixed};
   s.create = [](const NodeSpec& n) { return std::make_unique<ImageDecoderOp>(n); };
+  // device="mixed": whole images decoded by the hardware JPEG engines and CPU threads together,
+  // into device memory; crops and resizes follow on the gpu stage.
+  s.create_device = [](const NodeSpec& n) -> std::unique_ptr<Operator> {
+    if (n.get_string("random_crop") == "resized" || !n.get_ints("resize").empty() || !n.get_ints("center_crop").empty())
+      throw ConfigError("on the mixed stage image_decoder decodes whole images: crop and resize with gpu-stage "
+                        "operators after it (random_resized_crop, resize, crop)");
+    return std::make_unique<MixedImageDecoderOp>(n);
+  };
   return s;
 }
 

@@ -197,7 +197,7 @@ class Pipeline:
                    "prefetch_depth": self.prefetch_depth, "seed": self.seed,
                    "on_error": self.on_error, "max_failures": self.max_failures,
                    "max_cached_bytes": self.max_cached_bytes}
-        self._gpu_stage = any(n.stage == "gpu" for n in nodes)
+        self._gpu_stage = any(n.stage in ("gpu", "mixed") for n in nodes)  # a device stage
         self._device_id = 0
         if self.device.startswith("cuda"):
             import torch

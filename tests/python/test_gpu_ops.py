@@ -1,5 +1,5 @@
 """The image operators with a gpu-stage implementation: flip, random_flip, crop, random_crop, pad,
-color_space_conversion, grayscale, brightness, contrast, saturation, hue and color_jitter.
+random_resized_crop, color_space_conversion, grayscale, brightness, contrast, saturation, hue and color_jitter.
 
 Host tests check that their schemas list the gpu stage, that a pipeline running one on the gpu
 stage without a usable device is refused naming the node and CUDA's reason, and that what the
@@ -20,7 +20,7 @@ CUDA = _C.cuda_status()
 HAVE_GPU = bool(CUDA["available"]) and torch.cuda.is_available()
 needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason=f"no CUDA device: {CUDA['reason'] or 'torch has no CUDA'}")
 
-GPU_OPS = ["flip", "random_flip", "crop", "random_crop", "pad", "color_space_conversion", "grayscale",
+GPU_OPS = ["flip", "random_flip", "crop", "random_crop", "pad", "random_resized_crop", "color_space_conversion", "grayscale",
            "brightness", "contrast", "saturation", "hue", "color_jitter"]
 
 
@@ -66,6 +66,15 @@ def _random_crop(images, stage):
 def _random_crop_pad_if_needed(images, stage):
     return fn.random_crop(images, size=[176, 168], padding=[2, 1], pad_if_needed=True, fill=[7.0], device=stage,
                           name="op")
+
+
+def _random_resized_crop(images, stage):
+    return fn.random_resized_crop(images, size=[96, 112], scale=[0.2, 1.0], device=stage, name="op")
+
+
+def _random_resized_crop_random_filter(images, stage):
+    return fn.random_resized_crop(images, size=[64], random_interpolation=["bilinear", "bicubic"], device=stage,
+                                  name="op")
 
 
 def _pad(images, stage):
@@ -128,6 +137,8 @@ CASES = [
     ("random_crop", "rgb", "random_crop", _random_crop),
     ("random_crop_pad_if_needed", "rgb", "random_crop", _random_crop_pad_if_needed),
     ("pad", "rgb", "pad", _pad),
+    ("random_resized_crop", "rgb", "random_resized_crop", _random_resized_crop),
+    ("random_resized_crop_random_filter", "rgb", "random_resized_crop", _random_resized_crop_random_filter),
     ("pad_negative", "rgb", "pad", _pad_negative),
     ("rgb_to_bgr", "rgb", "color_space_conversion", _convert("rgb", "bgr")),
     ("bgr_to_rgb", "bgr", "color_space_conversion", _convert("bgr", "rgb")),
@@ -203,6 +214,7 @@ def test_gpu_op_without_a_device_is_refused_with_cudas_reason(train_root, case):
     ("random_crop", dict(size=[96], padding=[4], padding_mode="reflect"), 'on the gpu stage "padding_mode" must be "constant"'),
     ("pad", dict(padding=[4], padding_mode="edge"), 'on the gpu stage "padding_mode" must be "constant"'),
     ("color_space_conversion", dict(image_type="rgb", output_type="ycbcr"), "ycbcr runs on the cpu stage"),
+    ("random_resized_crop", dict(size=[32], pillow=True), "pillow rounding runs on the cpu stage"),
 ])
 def test_what_the_gpu_stage_cannot_do_is_refused_when_the_graph_is_built(train_root, op, kwargs, message):
     def pipe(stage):

@@ -59,13 +59,69 @@ def test_operators_without_a_gpu_implementation_are_refused(train_root):
         pipe.build()
 
 
-def test_mixed_stage_is_refused_until_device_decode_exists(train_root):
+def mixed_pipe(root, hw_share, *, decode="mixed", seed=7, batch_size=8, threads=2):
+    """Decode (mixed: hardware engines and CPU threads; or cpu) -> RandomResizedCrop ->
+    normalize: on the device, or all on the cpu stage for decode="cpu"."""
+    tail = "cpu" if decode == "cpu" else "gpu"
+    pipe = Pipeline(batch_size=batch_size, num_threads=threads, seed=seed, device="cpu" if decode == "cpu" else "cuda")
+    with pipe:
+        files, labels = fn.file_reader(file_root=str(root), shuffle=True)
+        extra = {} if decode == "cpu" else {"hw_share": hw_share}
+        images = fn.image_decoder(files, output_type="rgb", name="decode", device=decode, **extra)
+        images = fn.random_resized_crop(images, size=[96, 96], name="rrc", device=tail)
+        out = fn.crop_mirror_normalize(images, mean=MEAN, std=STD, name="normalize", device=tail)
+        pipe.set_outputs(out, labels)
+    return pipe
+
+
+def test_mixed_decoder_decodes_whole_images(train_root):
     pipe = Pipeline(batch_size=2)
     with pipe:
         files, labels = fn.file_reader(file_root=str(train_root))
         pipe.set_outputs(fn.image_decoder(files, output_type="rgb", resize=[64, 64], device="mixed"), labels)
-    with pytest.raises(ValueError, match='stage "mixed"'):
+    with pytest.raises(ValueError, match="on the mixed stage image_decoder decodes whole images"):
         pipe.build()
+    with pytest.raises(ValueError, match="hw_share"):
+        fn.image_decoder(files, hw_share=1.5)
+
+
+def test_mixed_decoder_without_a_device_is_refused_with_cudas_reason(train_root):
+    if HAVE_GPU:
+        pytest.skip("a CUDA device is present: the refusal cannot be seen here")
+    with pytest.raises(ValueError) as e:
+        mixed_pipe(train_root, -1).build()
+    msg = str(e.value)
+    assert 'image_decoder "decode" (mixed)' in msg, msg
+    assert CUDA["reason"] and CUDA["reason"] in msg or "built without CUDA" in msg
+
+
+@needs_gpu
+def test_mixed_decoder_with_every_image_on_the_cpu_equals_the_cpu_stage(train_root):
+    # hw_share=0: the host half decodes every image (libjpeg-turbo), the device half uploads
+    # them, RandomResizedCrop and normalize run as kernels: the cpu pipeline's values bit for bit.
+    got = _epochs(mixed_pipe(train_root, 0.0), 2)
+    want = _epochs(mixed_pipe(train_root, 0.0, decode="cpu"), 2)
+    assert len(got) == len(want)
+    for (x, y), (u, v) in zip(got, want):
+        assert torch.equal(y, v) and torch.equal(x, u)
+
+
+@needs_gpu
+@pytest.mark.parametrize("hw_share", [1.0, -1])
+def test_mixed_decoder_on_the_hardware_engines(train_root, hw_share):
+    # The engines' pixels are nvJPEG's: close to libjpeg-turbo's (docs/PARITY.md), same crops.
+    pipe = mixed_pipe(train_root, hw_share)
+    got = _epochs(pipe, 2)
+    want = _epochs(mixed_pipe(train_root, 0.0, decode="cpu"), 2)
+    std = torch.tensor(STD).view(1, 3, 1, 1)
+    for (x, y), (u, v) in zip(got, want):
+        assert torch.equal(y, v)
+        diff = ((x - u) * std * 255).abs()
+        assert diff.mean().item() <= 4.0, diff.mean().item()
+    counters = {o["name"]: o["counters"] for o in pipe.stats()["operators"]}["decode"]
+    total = counters["hardware_images"] + counters["cpu_images"] + counters["device_stage_cpu_images"]
+    assert total == sum(len(y) for _, y in got)
+    print(f"[ mixed ] hw_share={hw_share}: {counters}")
 
 
 def _epochs(pipe, epochs):
