@@ -33,7 +33,7 @@ import operator
 import os
 import random
 import warnings
-from typing import Any, Dict, List, Optional, TypeVar
+from typing import Any, Dict, List, Optional, Tuple, TypeVar
 
 import numpy as np
 import torch
@@ -43,7 +43,7 @@ from torch.utils.data._utils.pin_memory import pin_memory as _pin_memory
 
 from ._transforms import ImageSource, PostCollate, Unsupported, image_graph, post_collate, unwrap_dataset, views_of
 from .video import VideoPlan, find_video_folder, video_plan
-from ._graph import collect
+from ._graph import DataNode, collect
 from .pipeline import Pipeline
 from . import _C, fn
 
@@ -144,6 +144,59 @@ def _gpu_tail(outputs: List[Any], limit: int = 1 << 30) -> List[str]:
     return moved
 
 
+# image_decoder arguments that make it crop or resize (fused geometry), and those of its RRC.
+_RRC_ARGS = ("scale", "ratio", "attempts", "interpolation", "random_interpolation", "antialias")
+_GEOMETRY_ARGS = ("random_crop", "resize", "max_size", "center_crop", "pillow", "dct_scaling") + _RRC_ARGS
+
+
+def _hardware_decode(outputs: List[DataNode]) -> Tuple[List[DataNode], List[str]]:
+    """Puts each image_decoder whose every reader is on the gpu stage on the mixed stage: whole
+    images decoded by the GPU's hardware JPEG engines with CPU threads sharing the load. Its
+    fused RandomResizedCrop becomes a gpu random_resized_crop, a fused Resize a gpu resize (the
+    same laws and kernels; windows come from that node's stream). A Pillow-exact resize or a
+    center crop keeps its decoder on the CPU. Returns the outputs (rewired) and a note per
+    decoder kept on the CPU."""
+    nodes = collect(outputs)
+    readers: Dict[int, List[Any]] = {}
+    for n in nodes:
+        for d in n.inputs:
+            readers.setdefault(d.node.uid, []).append(n)
+    notes: List[str] = []
+    replaced: Dict[int, DataNode] = {}
+    for dec in nodes:
+        if dec.op != "image_decoder" or dec.stage != "cpu":
+            continue
+        users = readers.get(dec.uid, [])
+        if not users or any(u.stage != "gpu" for u in users) or any(o.node is dec for o in outputs):
+            continue
+        a = dec.args
+        if a.get("pillow") or a.get("center_crop"):
+            notes.append("JPEGs are decoded by CPU threads (a Pillow-exact resize or a center crop is fused "
+                         "into the decoder: the mixed stage decodes whole images)")
+            continue
+        size = list(a.get("resize") or [])
+        rrc = a.get("random_crop") == "resized"
+        if rrc and len(size) != 2:
+            notes.append("JPEGs are decoded by CPU threads (RandomResizedCrop without an [h, w] size)")
+            continue
+        geometry = {k: a[k] for k in _GEOMETRY_ARGS if k in a}
+        for k in geometry:
+            del a[k]
+        dec.stage = "mixed"
+        out = dec.outputs[0]
+        filt = {k: geometry[k] for k in ("interpolation", "antialias") if k in geometry}
+        if rrc:
+            out = fn.random_resized_crop(out, size=size, device="gpu",
+                                         **{k: geometry[k] for k in _RRC_ARGS if k in geometry})
+        elif size:
+            extra = {"max_size": geometry["max_size"]} if geometry.get("max_size") else {}
+            out = fn.resize(out, size=size, device="gpu", **filt, **extra)
+        replaced[dec.uid] = out
+    for n in nodes:  # the new crop / resize nodes (not in `nodes`) keep reading the decoders
+        n.inputs = [replaced[d.node.uid] if d.index == 0 and d.node.uid in replaced else d for d in n.inputs]
+    return list(outputs), notes
+
+
 class HabanaDataLoader(DataLoader[T_co]):
     """``torch.utils.data.DataLoader``'s signature and defaults (it is a subclass), plus
     keyword-only extras:
@@ -168,6 +221,12 @@ class HabanaDataLoader(DataLoader[T_co]):
             is slower), and later epochs entropy-decode only the blocks around each crop (same
             pixels). About 11% of a file's size for a full index; the budget is shared out
             over the dataset, with coarser indexes when it is small.
+        decoder: with device="cuda": "auto" (default) decodes JPEGs on the GPU's hardware engines
+            where it has them (A100, H100: the mixed stage, CPU threads sharing the load; pixels
+            are nvJPEG's, within a level or two of libjpeg-turbo's; the RandomResizedCrop or
+            Resize then runs as a CUDA kernel), else on CPU threads, saying why in
+            ``native_notes``; "hardware" requires the engines; "cpu" never uses them (the
+            batches then equal the CPU loader's bit for bit).
         python_tail: transforms that have no native mapping (a recipe's own class, one
             torchvision transform the pipeline lacks) do not send the loader back to torch:
             decode and the mappable transforms run natively, those run in Python inside the
@@ -193,12 +252,14 @@ class HabanaDataLoader(DataLoader[T_co]):
                  pin_memory_device: str = "", threads: Optional[int] = None,
                  device: Optional[str] = None, seed: Optional[int] = None,
                  on_error: str = "raise", strict: bool = False, jpeg_index_mb: int = 512,
-                 python_tail: bool = False, **torch_kwargs: Any):
+                 python_tail: bool = False, decoder: str = "auto", **torch_kwargs: Any):
         unknown = sorted(set(torch_kwargs) - _TORCH_PARAMS)
         if unknown:
             raise TypeError(f"HabanaDataLoader.__init__() got an unexpected keyword argument {unknown[0]!r}")
         if on_error not in ("raise", "skip"):
             raise ValueError(f"HabanaDataLoader() argument 'on_error' must be 'raise' or 'skip', got {on_error!r}")
+        if decoder not in ("auto", "hardware", "cpu"):
+            raise ValueError(f"HabanaDataLoader() argument 'decoder' must be 'auto', 'hardware' or 'cpu', got {decoder!r}")
         if isinstance(jpeg_index_mb, bool) or not isinstance(jpeg_index_mb, int) or jpeg_index_mb < 0:
             raise ValueError(f"HabanaDataLoader() argument 'jpeg_index_mb' must be an int >= 0, got {jpeg_index_mb!r}")
         args = dict(dataset=dataset, batch_size=batch_size, shuffle=shuffle, sampler=sampler,
@@ -218,6 +279,8 @@ class HabanaDataLoader(DataLoader[T_co]):
             super().__init__(**targs)
         self.jpeg_index_mb = jpeg_index_mb
         self.python_tail = bool(python_tail)
+        self.decoder = decoder
+        self._hw_decode = False  # JPEGs on the GPU's hardware engines (the mixed stage)
         self.threads = threads if threads is not None else (num_workers if num_workers > 0 else 0)
         self.device, self.seed, self.on_error, self.strict = device, seed, on_error, strict
         self._device = _resolve_device(device)
@@ -366,11 +429,26 @@ class HabanaDataLoader(DataLoader[T_co]):
             if not self._gpu_tail:
                 self.native_notes.append(f"the gpu stage is not used ({cuda['reason']}): batches are "
                                          "moved to CUDA with torch")
+            elif self.decoder != "cpu":
+                hw = _C.hardware_jpeg_status(self._device.index or 0)
+                self._hw_decode = bool(hw["available"])
+                if not self._hw_decode and self.decoder == "hardware":
+                    raise ValueError(f"HabanaDataLoader(decoder='hardware'): {hw['reason']}")
+                if not self._hw_decode:
+                    self.native_notes.append(f"JPEGs are decoded by CPU threads ({hw['reason']})")
+        if self.decoder == "hardware" and not self._hw_decode:
+            raise ValueError("HabanaDataLoader(decoder='hardware') needs device='cuda' with the gpu stage "
+                             "(images, not video)")
         while True:
             try:
                 pipe = self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
                 break
             except (ValueError, TypeError, RuntimeError) as e:
+                if self._hw_decode and self.decoder != "hardware":
+                    # The mixed stage refused this chain: decode on the CPU threads instead.
+                    self._hw_decode = False
+                    self.native_notes.append(f"JPEGs are decoded by CPU threads (the mixed stage: {e})")
+                    continue
                 if not self._gpu_tail:
                     raise
                 # An operator the gpu stage cannot take as configured (e.g. RandomCrop with
@@ -429,6 +507,10 @@ class HabanaDataLoader(DataLoader[T_co]):
                                            last_batch=self._last_batch)
             images = self._wire(files)
             moved = _gpu_tail(images, self._gpu_limit if self._gpu_limit is not None else 1 << 30) if gpu else []
+            if gpu and self._hw_decode:
+                images, kept = _hardware_decode(images)
+                self.native_notes += [n for n in kept if n not in self.native_notes]
+                moved = moved + [n.op for n in collect(images) if n.stage == "gpu" and n.op not in moved]
             pipe.set_outputs(*images, labels)
         self.gpu_ops = moved  # what this build tried (the retry above shortens it)
         pipe.build()

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "decoders/nvjpeg/nvjpeg_hardware.h"
 #include "media/cuda/runtime.h"
 #include "python/src/bindings.h"
 
@@ -171,6 +172,19 @@ void bind_tensors(py::module_& m) {
     d["version"] = cuda::version_string();
     return d;
   }, "What this build and machine offer the gpu stage: built, available, device_count, reason (why not), version");
+  m.def("hardware_jpeg_status", [](int device) {
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      NvjpegHardwareDecoder hw(device);
+      s = hw.status();
+    }
+    py::dict d;
+    d["available"] = s.is_ok();
+    d["reason"] = s.is_ok() ? std::string() : s.message();
+    return d;
+  }, py::arg("device") = 0,
+     "Whether cuda:device has hardware JPEG engines the mixed stage can use: available, reason (why not)");
   // Used by tests: a pooled-looking tensor without a pipeline.
   m.def("_test_tensor", [](std::vector<int64_t> shape, const std::string& dtype, bool numpy) {
     Shape s(shape.begin(), shape.end());

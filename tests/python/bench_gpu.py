@@ -15,6 +15,9 @@ run, on the same files and cores:
             kernel per batch on the pipeline's stream
   gpu-resize  the same with the resize moved to the GPU too (one launch per image): the
             decoder hands over the window at full scale
+  gpu-hw    device="cuda", decoder="hardware": JPEGs decoded by the GPU's hardware engines with
+            CPU threads sharing the load (the mixed stage), RandomResizedCrop as a gpu kernel
+            (skipped, with the reason, without engines)
 The consumer of CUDA batches queues a reduction on each (on torch's current stream) and
 synchronises at the end of each epoch; CPU batches are only taken. Prints per mode: images/s over epochs >= 2 (median), process
 CPU-seconds per image, time to the first batch, pinned and device pool bytes per epoch; then
@@ -52,7 +55,8 @@ def run(mode: str, tree: str, a) -> dict:
     ds = torchvision.datasets.ImageFolder(tree, TRAIN)
     hdl_loader._SPLIT_RESIZE = mode == "gpu-resize"
     loader = HabanaDataLoader(ds, batch_size=a.batch, shuffle=True, threads=a.threads, seed=1,
-                              device="cuda" if mode.startswith("gpu") else None, strict=True)
+                              device="cuda" if mode.startswith("gpu") else None, strict=True,
+                              decoder="hardware" if mode == "gpu-hw" else "cpu")
     rates, cpu, first, pools = [], [], [], []
     sink = torch.zeros((), device="cuda")
     for epoch in range(a.epochs):
@@ -96,13 +100,17 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--modes", default="cpu,torch,gpu,gpu-resize")
+    ap.add_argument("--modes", default="cpu,torch,gpu,gpu-resize,gpu-hw")
     a = ap.parse_args()
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {os.cpu_count()} CPUs, "
           f"{a.files} files, batch {a.batch}, threads {a.threads or os.cpu_count()}", flush=True)
     with tempfile.TemporaryDirectory() as tree:
         make_tree(a.root, a.files, tree)
-        results = {m: run(m, tree, a) for m in a.modes.split(",")}
+        modes = a.modes.split(",")
+        if "gpu-hw" in modes and not hdl_loader._C.hardware_jpeg_status(0)["available"]:
+            print(f"gpu-hw skipped: {hdl_loader._C.hardware_jpeg_status(0)['reason']}")
+            modes.remove("gpu-hw")
+        results = {m: run(m, tree, a) for m in modes}
     base = results.get("cpu")
     if base:
         for m, r in results.items():

@@ -207,7 +207,7 @@ def test_loader_device_cuda_runs_the_tail_on_the_gpu(train_root):
     t = T.Compose([T.RandomResizedCrop(160), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
     ds = torchvision.datasets.ImageFolder(str(train_root), t)
     cpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2)
-    gpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2, device="cuda")
+    gpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2, device="cuda", decoder="cpu")
     assert cpu.native and gpu.native, (cpu.fallback_reason, gpu.fallback_reason)
     assert gpu.gpu_ops == ["crop_mirror_normalize"], gpu.native_notes
     for epoch in range(2):
@@ -267,3 +267,77 @@ def test_loader_gpu_tail_moves_the_end_of_the_chain_and_splits_the_fused_resize(
         images, out = chain()
         assert _gpu_tail([out]) == ["crop_mirror_normalize", "color_jitter"]
         assert images.node.args["resize"] == [64, 64]
+
+
+def test_loader_puts_its_decoder_on_the_mixed_stage(train_root):
+    # The rewiring HabanaDataLoader(device="cuda") applies where the GPU has hardware JPEG
+    # engines (checked here on the graph alone: no device needed).
+    from habana_dataloader._graph import collect
+    from habana_dataloader.loader import _gpu_tail, _hardware_decode
+    files, _ = fn.file_reader(file_root=str(train_root))
+    train = fn.image_decoder(files, output_type="rgb", random_crop="resized", resize=[160, 128],
+                             scale=[0.2, 1.0], interpolation="bicubic", dct_scaling=False, name="decode")
+    train = fn.crop_mirror_normalize(fn.random_flip(train, probability=0.5), mean=MEAN, std=STD)
+    _gpu_tail([train])
+    [out], notes = _hardware_decode([train])
+    assert notes == []
+    nodes = {n.op: n for n in collect([out])}
+    dec, rrc = nodes["image_decoder"], nodes["random_resized_crop"]
+    assert dec.stage == "mixed" and not {"random_crop", "resize", "scale", "dct_scaling"} & set(dec.args)
+    assert rrc.stage == "gpu" and rrc.inputs[0].node is dec
+    assert rrc.args["size"] == [160, 128] and rrc.args["scale"] == [0.2, 1.0] and rrc.args["interpolation"] == "bicubic"
+    assert nodes["random_flip"].inputs[0].node is rrc and nodes["random_flip"].stage == "gpu"
+    # Resize [s] without a center crop: a gpu resize. A Pillow-exact resize or a center crop:
+    # the decoder stays on the CPU, said so.
+    files, _ = fn.file_reader(file_root=str(train_root))
+    short = fn.crop_mirror_normalize(fn.image_decoder(files, resize=[64], antialias=False), mean=MEAN, std=STD)
+    _gpu_tail([short])
+    [out], notes = _hardware_decode([short])
+    nodes = {n.op: n for n in collect([out])}
+    assert nodes["image_decoder"].stage == "mixed" and nodes["resize"].stage == "gpu"
+    assert nodes["resize"].args["size"] == [64] and nodes["resize"].args["antialias"] is False
+    files, _ = fn.file_reader(file_root=str(train_root))
+    evaluation = fn.crop_mirror_normalize(fn.image_decoder(files, resize=[72], center_crop=[64], pillow=True),
+                                          mean=MEAN, std=STD)
+    _gpu_tail([evaluation])
+    [out], notes = _hardware_decode([evaluation])
+    assert [n.stage for n in collect([out]) if n.op == "image_decoder"] == ["cpu"]
+    assert notes and "center crop" in notes[0]
+
+
+def test_loader_decoder_argument(train_root):
+    ds = torchvision.datasets.ImageFolder(str(train_root), T.Compose([T.RandomResizedCrop(64), T.ToTensor()]))
+    with pytest.raises(ValueError, match="'decoder' must be 'auto', 'hardware' or 'cpu'"):
+        HabanaDataLoader(ds, batch_size=4, decoder="gpu")
+    if HAVE_GPU and _C.hardware_jpeg_status(0)["available"]:
+        pytest.skip("hardware engines present: see test_mixed_decoder_*")
+    # decoder="hardware" without engines: torch's DataLoader with the reason, as any blocker
+    # (strict=True raises it).
+    device = "cuda" if HAVE_GPU else None
+    with pytest.warns(RuntimeWarning, match="decoder='hardware'"):
+        loader = HabanaDataLoader(ds, batch_size=4, decoder="hardware", device=device)
+    assert not loader.native and "decoder='hardware'" in loader.fallback_reason
+    with pytest.raises(ValueError, match="decoder='hardware'"):
+        HabanaDataLoader(ds, batch_size=4, decoder="hardware", device=device, strict=True)
+    loader = HabanaDataLoader(ds, batch_size=4, threads=2)  # auto: the CPU here, nothing said
+    assert loader.native and not loader._hw_decode
+
+
+@needs_gpu
+def test_loader_device_cuda_decodes_on_the_hardware_engines(train_root):
+    if not _C.hardware_jpeg_status(0)["available"]:
+        pytest.skip(f"no hardware JPEG engines: {_C.hardware_jpeg_status(0)['reason']}")
+    t = T.Compose([T.RandomResizedCrop(160), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
+    ds = torchvision.datasets.ImageFolder(str(train_root), t)
+    gpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2, device="cuda")  # auto
+    assert gpu.native and gpu._hw_decode, (gpu.fallback_reason, gpu.native_notes)
+    assert "random_resized_crop" in gpu.gpu_ops, gpu.gpu_ops
+    n = 0
+    for epoch in range(2):
+        for images, labels in gpu:
+            assert images.is_cuda and labels.is_cuda and images.shape[1:] == (3, 160, 160)
+            assert images.isfinite().all()
+            n += len(labels)
+    assert n == 2 * len(ds)
+    counters = {o["name"]: o["counters"] for o in gpu._pipe.stats()["operators"]}
+    print(f"[ loader hw ] {counters}")
