@@ -31,6 +31,9 @@ options:
   --device D         cpu, or cuda[:N]: the named pipelines normalise on the gpu stage (and, with
                      --no-dct-scaling, resize there too), a JSON spec's gpu nodes run on cuda:N;
                      each batch is waited for on the host (the consumer here has no model)
+  --decoder D        with --device cuda: auto (the GPU's hardware JPEG engines where it has
+                     them, CPU threads sharing the load: the mixed stage; crops and resizes then
+                     run on the gpu stage), hardware (required), or cpu (auto)
   --dtype T          image output dtype: float32, float16, bfloat16, uint8 (float32)
   --layout L         image output layout: CHW or HWC (CHW)
   --seed N           shuffling and augmentation seed (0)
@@ -92,6 +95,11 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     else if (arg == "--size") a.size = static_cast<int>(number(1)), a.size_given = true;
     else if (arg == "--resize") a.resize = static_cast<int>(number(1));
     else if (arg == "--no-dct-scaling") a.dct_scaling = false;
+    else if (arg == "--decoder") {
+      a.decoder = text();
+      if (a.decoder != "auto" && a.decoder != "hardware" && a.decoder != "cpu")
+        fail("--decoder must be auto, hardware or cpu, got \"" + a.decoder + "\"");
+    }
     else if (arg == "--jpeg-index-mb") a.jpeg_index_mb = number(0);
     else if (arg == "--no-shuffle") a.shuffle = false;
     else if (arg == "--file-root") a.file_root = text();

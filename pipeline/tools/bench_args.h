@@ -23,6 +23,7 @@ struct BenchArgs {
   int64_t iterations = 0;        ///< --iterations: batches in all (crossing epochs); 0 = epochs
   int64_t warmup = 1;            ///< --warmup: first batches left out of the throughput
   std::string device = "cpu";    ///< --device: where batches go (cpu; others need a backend)
+  std::string decoder = "auto";  ///< --decoder: auto, hardware or cpu (JPEG decode with --device cuda)
   std::string dtype = "float32"; ///< --dtype of the image output (float32, float16, bfloat16, uint8)
   std::string layout = "CHW";    ///< --layout of the image output (CHW or HWC)
   bool dtype_given = false;      ///< --dtype or --layout was given (JSON specs keep theirs otherwise)

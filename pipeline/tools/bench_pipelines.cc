@@ -81,6 +81,23 @@ PipelineSpec named_spec(const BenchArgs& a) {
   // (--no-dct-scaling) RandomResizedCrop's resize too, so CPU threads only decode the window.
   const bool gpu = a.device != "cpu";
   const Stage tail = gpu ? Stage::kDevice : Stage::kCpu;
+  // --decoder hardware (auto resolved by the caller): whole images decoded on the mixed stage
+  // (hardware engines and CPU threads), the crop and resize as gpu kernels.
+  if (gpu && a.decoder == "hardware" && (a.pipeline == "resnet-train" || a.pipeline == "resnet-eval")) {
+    auto images = spec.add("image_decoder", {files[0]}, {{"output_type", "rgb"}}, {}, "decode", Stage::kMixed);
+    PipelineSpec::ArgInputs mirror;
+    if (a.pipeline == "resnet-train") {
+      images = spec.add("random_resized_crop", {images[0]}, {{"size", std::vector<int64_t>{s, s}}}, {}, "crop", tail);
+      auto coin = spec.add("coin_flip", {}, {{"probability", 0.5}}, {}, "flip_coin");
+      mirror = {{"mirror", coin[0]}};
+    } else {
+      images = spec.add("resize", {images[0]}, {{"size", std::vector<int64_t>{a.resize}}}, {}, "resize", tail);
+      images = spec.add("crop", {images[0]}, {{"crop", std::vector<int64_t>{s, s}}}, {}, "crop", tail);
+    }
+    auto out = spec.add("crop_mirror_normalize", {images[0]}, normalize_args(a), mirror, "normalize", tail);
+    spec.set_outputs({out[0], files[1]});
+    return spec;
+  }
   if (a.pipeline == "resnet-train") {
     // torchvision RandomResizedCrop(size) fused into the decode: only the window is decoded.
     const bool gpu_resize = gpu && !a.dct_scaling;

@@ -102,8 +102,9 @@ std::string text_report(const BenchResult& r) {
   std::string t;
   t += format("hdl-bench %s over %s: %lld images, %lld classes\n", r.args.pipeline.c_str(), r.args.data.c_str(),
               static_cast<long long>(r.dataset_images), static_cast<long long>(r.classes));
-  t += format("  batch %lld, %d threads (%d cores), prefetch %d, device %s, seed %llu\n",
+  t += format("  batch %lld, %d threads (%d cores), prefetch %d, device %s%s, seed %llu\n",
               static_cast<long long>(r.args.batch_size), r.threads, r.cores, r.args.prefetch, r.args.device.c_str(),
+              r.args.device != "cpu" && r.args.decoder == "hardware" ? " (JPEGs on its hardware engines)" : "",
               static_cast<unsigned long long>(r.args.seed));
   for (const std::string& o : r.output_desc) t += "  output " + o + "\n";
   if (r.video)
@@ -171,7 +172,7 @@ std::string json_report(const BenchResult& r) {
   j["classes"] = r.classes;
   j["options"] = {{"batch_size", r.args.batch_size}, {"threads", r.threads}, {"cores", r.cores},
                   {"prefetch", r.args.prefetch}, {"epochs", r.args.epochs}, {"iterations", r.args.iterations},
-                  {"warmup", r.args.warmup}, {"device", r.args.device}, {"dtype", r.args.dtype},
+                  {"warmup", r.args.warmup}, {"device", r.args.device}, {"decoder", r.args.decoder}, {"dtype", r.args.dtype},
                   {"layout", r.args.layout}, {"seed", r.args.seed}, {"dct_scaling", r.args.dct_scaling},
                   {"jpeg_index_mb", r.args.jpeg_index_mb}};
   j["outputs"] = r.output_desc;

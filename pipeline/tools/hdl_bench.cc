@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "decoders/nvjpeg/nvjpeg_hardware.h"
 #include "media/cuda/runtime.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/tools/bench_args.h"
@@ -84,8 +85,7 @@ int64_t frames_of(const PipelineOutput& out) {
   return frames;
 }
 
-int run(const BenchArgs& args) {
-  const PipelineSpec spec = bench_spec(args);
+int run(BenchArgs args) {
   PipelineOptions options;
   options.batch_size = args.batch_size;
   options.num_threads = args.threads;
@@ -104,6 +104,17 @@ int run(const BenchArgs& args) {
     if (Status st = cuda::require_device(Device::cuda(options.device_id)); !st.is_ok())
       throw ConfigError("--device " + args.device + ": " + st.message());
   }
+  // --decoder auto: the hardware JPEG engines where this GPU has them.
+  if (args.device == "cpu") {
+    if (args.decoder == "hardware") throw ConfigError("--decoder hardware needs --device cuda");
+    args.decoder = "cpu";
+  } else if (args.decoder != "cpu") {
+    const Status hw = NvjpegHardwareDecoder(options.device_id).status();
+    if (!hw.is_ok() && args.decoder == "hardware") throw ConfigError("--decoder hardware: " + hw.message());
+    if (!hw.is_ok()) std::fprintf(stderr, "hdl-bench: JPEGs are decoded by CPU threads (%s)\n", hw.message().c_str());
+    args.decoder = hw.is_ok() ? "hardware" : "cpu";
+  }
+  const PipelineSpec spec = bench_spec(args);
 
   BenchResult r;
   r.args = args;
