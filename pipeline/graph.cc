@@ -140,13 +140,14 @@ void check_stages(const std::vector<NodeSpec>& nodes) {
   for (const auto& node : nodes) {
     auto check = [&](const TensorRef& r) {
       const NodeSpec& from = nodes[r.node];
+      // A mixed node reads cpu values only: its host half runs on the cpu stage.
       const bool ok = from.stage == Stage::kCpu ? true
-                      : from.stage == Stage::kMixed ? node.stage != Stage::kCpu
+                      : from.stage == Stage::kMixed ? node.stage == Stage::kDevice
                                                     : node.stage == Stage::kDevice;
       if (!ok)
         throw ConfigError(node.describe() + " (" + stage_name(node.stage) + ") reads the output of " +
                           from.describe() + " (" + stage_name(from.stage) +
-                          "): stages must run cpu -> mixed -> gpu");
+                          "): stages must run cpu -> mixed -> gpu, and a mixed operator reads the cpu stage only");
     };
     for (const auto& r : node.inputs) check(r);
     for (const auto& [name, r] : node.arg_inputs) check(r);

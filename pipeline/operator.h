@@ -111,6 +111,8 @@ class BatchIO {
   virtual cuda::Stream& stream() = 0;
   /// Device scratch of the kernels, for this stream.
   virtual kernels::cuda::DeviceWorkspace& workspace() = 0;
+  /// The pipeline's worker threads (the cpu stage's), e.g. to weigh CPU work against the device's.
+  virtual int cpu_threads() const = 0;
 };
 
 class Operator {

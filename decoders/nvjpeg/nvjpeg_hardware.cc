@@ -38,6 +38,34 @@ Status failed(const std::string& call, int s) {
 
 }  // namespace
 
+Status hardware_jpeg_structure(std::span<const uint8_t> d) {
+  if (d.size() < 4 || d[0] != 0xFF || d[1] != 0xD8) return Status::unsupported("not a JPEG");
+  int frame_components = -1;
+  size_t pos = 2;
+  while (pos + 4 <= d.size()) {
+    if (d[pos] != 0xFF) return Status::unsupported("JPEG header: no marker where one belongs");
+    const uint8_t m = d[pos + 1];
+    if (m == 0xFF) {  // fill byte
+      ++pos;
+      continue;
+    }
+    const size_t len = (size_t(d[pos + 2]) << 8) | d[pos + 3];
+    if (len < 2 || pos + 2 + len > d.size()) return Status::unsupported("JPEG header: a segment runs past the end");
+    if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC && len >= 8) frame_components = d[pos + 9];
+    if (m == 0xDA) {
+      if (frame_components < 0) return Status::unsupported("JPEG header: a scan before the frame");
+      if (d[pos + 4] != frame_components) return Status::unsupported("JPEG of several scans (non-interleaved)");
+      break;
+    }
+    pos += 2 + len;
+  }
+  if (pos + 4 > d.size()) return Status::unsupported("JPEG header: no scan");
+  const size_t from = d.size() > 64 ? d.size() - 64 : pos;
+  for (size_t i = d.size() - 1; i > from; --i)
+    if (d[i - 1] == 0xFF && d[i] == 0xD9) return Status::ok();
+  return Status::unsupported("JPEG without EOI at its end (truncated?)");
+}
+
 Status NvjpegHardwareDecoder::status() {
   if (impl_) return impl_->init;
   impl_ = std::make_unique<Impl>();
@@ -77,6 +105,7 @@ Result<ImageInfo> NvjpegHardwareDecoder::supports(std::span<const uint8_t> data,
   HDL_RETURN_IF_ERROR(status());
   HDL_ASSIGN_OR_RETURN(ImageInfo info, nvjpeg_probe_image(data));
   HDL_RETURN_IF_ERROR(nvjpeg_supports(info, request));
+  HDL_RETURN_IF_ERROR(hardware_jpeg_structure(data));
   if (info.width * info.height > request.max_pixels)
     return Status::resource_exhausted("image of " + std::to_string(info.width) + "x" + std::to_string(info.height) +
                                       " exceeds max_pixels " + std::to_string(request.max_pixels));
@@ -84,6 +113,14 @@ Result<ImageInfo> NvjpegHardwareDecoder::supports(std::span<const uint8_t> data,
   if (int s = m.api->jpeg_stream_parse_header(m.handle, data.data(), data.size(), m.jpeg_stream);
       s != detail::kNvjpegSuccess)
     return failed("nvjpegJpegStreamParseHeader", s);
+  // The output views are sized from our header parse: nvJPEG must read the same frame size.
+  int components = 0, subsampling = 0, widths[4] = {}, heights[4] = {};
+  if (int s = m.api->get_image_info(m.handle, data.data(), data.size(), &components, &subsampling, widths, heights);
+      s != detail::kNvjpegSuccess)
+    return failed("nvjpegGetImageInfo", s);
+  if (widths[0] != info.width || heights[0] != info.height)
+    return Status::unsupported("nvJPEG reads the frame as " + std::to_string(widths[0]) + "x" + std::to_string(heights[0]) +
+                               ", this library as " + std::to_string(info.width) + "x" + std::to_string(info.height));
   int verdict = -1;  // nvJPEG's convention: 0 means the hardware takes it
   if (int s = m.api->decode_batched_supported(m.handle, m.jpeg_stream, &verdict); s != detail::kNvjpegSuccess)
     return failed("nvjpegDecodeBatchedSupported", s);
@@ -97,6 +134,10 @@ std::vector<Status> NvjpegHardwareDecoder::decode(std::span<const HardwareDecode
   if (items.empty()) return out;
   if (Status s = status(); !s.is_ok()) {
     for (Status& o : out) o = s;
+    return out;
+  }
+  if (color != ColorFormat::kRGB && color != ColorFormat::kBGR) {
+    for (Status& o : out) o = Status::invalid_argument("nvjpeg hardware: RGB or BGR output only");
     return out;
   }
 #if HDL_HAVE_CUDA

@@ -48,6 +48,14 @@ struct HardwareDecodeItem {
   TensorView out;
 };
 
+/// What the hardware engines need of a JPEG's structure that ImageInfo does not say, checked
+/// on the host without nvJPEG: the first scan holds every component of the frame (one
+/// interleaved scan: the engines take single-scan files only), and the data ends with EOI
+/// within its last 64 bytes (a truncated file goes to the CPU decoder, which reports it or
+/// fills it as the request says; the engines would decode it silently). ok, or kUnsupported
+/// with the reason.
+Status hardware_jpeg_structure(std::span<const uint8_t> data);
+
 class NvjpegHardwareDecoder {
  public:
   explicit NvjpegHardwareDecoder(int device = 0);
@@ -58,7 +66,8 @@ class NvjpegHardwareDecoder {
   /// ok when the engines can be used; else kUnsupported with the reason (kept: no retry).
   Status status();
   /// Whether the engines take this image for `request`: its ImageInfo, or kUnsupported with
-  /// the reason the CPU gets it. Host work only (header parsing).
+  /// the reason the CPU gets it. Host work only (header parsing: ours, hardware_jpeg_structure,
+  /// nvJPEG's, whose frame size must equal ours, since the output views are sized from it).
   Result<ImageInfo> supports(std::span<const uint8_t> data, const DecodeRequest& request);
   /// Decodes `items` (RGB, or BGR with ColorFormat::kBGR) in one batched call on `stream`. One
   /// status per item: ok, or kUnsupported (the call failed; decode it on the CPU). Malformed

@@ -43,6 +43,11 @@ bool DecodeShare::to_cpu(uint64_t key) const {
   return u < cpu_share();
 }
 
+void DecodeShare::set_cpu_threads(int threads) {
+  std::lock_guard lock(mu_);
+  options_.cpu_threads = std::max(1, threads);
+}
+
 void DecodeShare::record_cpu(int64_t images, double cpu_seconds) {
   if (images <= 0 || !(cpu_seconds >= 0)) return;
   std::lock_guard lock(mu_);

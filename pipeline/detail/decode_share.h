@@ -56,6 +56,8 @@ class DecodeShare {
   bool to_cpu(uint64_t key) const;
   double cpu_share() const { return share_.load(std::memory_order_relaxed); }
 
+  /// The threads that decode the CPU's part (the pipeline's, known once it runs); >= 1.
+  void set_cpu_threads(int threads);
   /// A CPU thread decoded `images` eligible images in `cpu_seconds` of its time.
   void record_cpu(int64_t images, double cpu_seconds);
   /// The hardware decoded a batch's `images` in `seconds`; the CPU measurements recorded since

@@ -118,6 +118,7 @@ class BatchRun final : public BatchIO {
   }
   cuda::Stream& stream() override { return stream_; }
   kernels::cuda::DeviceWorkspace& workspace() override { return workspace_; }
+  int cpu_threads() const override { return core_.threads; }
 
   Result<TensorView> output(int i, int64_t s, const Shape& shape, DType dtype, Layout layout) override {
     if (i < 0 || i >= static_cast<int>(node_->outputs.size()) || s < 0 || s >= job_.length)
@@ -353,9 +354,15 @@ Status DeviceStage::run_locked(Job& job) {
                                    st.message());
     }
   }
-  HDL_ASSIGN_OR_RETURN(cuda::Event ready, cuda::Event::create(device_));
-  HDL_RETURN_IF_ERROR(ready.record(stream_));
-  auto sync = std::make_shared<const cuda::DeviceSync>(std::move(ready), releases_);
+  Result<cuda::Event> ready = cuda::Event::create(device_);
+  if (ready.is_ok()) {
+    if (Status st = ready->record(stream_); !st.is_ok()) ready = st;
+  }
+  if (!ready.is_ok()) {
+    (void)stream_.synchronize();  // queued copies still read this batch's pinned blocks
+    return ready.status();
+  }
+  auto sync = std::make_shared<const cuda::DeviceSync>(std::move(ready).value(), releases_);
   pending.sync = sync;
   if (!pending.pinned.empty()) pending_.push_back(std::move(pending));
   job.device_sync = std::move(sync);

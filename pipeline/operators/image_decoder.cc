@@ -3,6 +3,7 @@
 // (JPEG region-of-interest decode, DCT-domain downscaling) and resized straight into the slot.
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "decoders/decoder_set.h"
@@ -198,6 +199,7 @@ class MixedImageDecoderOp final : public Operator {
 
   Status run_batch(BatchIO& io) const override {
     cuda::Stream& stream = io.stream();
+    share_.set_cpu_threads(io.cpu_threads());
     if (!hw_) hw_ = std::make_unique<NvjpegHardwareDecoder>(stream.device().index);
     if (!hw_->status().is_ok()) hardware_usable_.store(false, std::memory_order_relaxed);
     std::vector<HardwareDecodeItem> items;
@@ -221,11 +223,14 @@ class MixedImageDecoderOp final : public Operator {
       item_sample.push_back(s);
     }
     if (items.empty()) return Status::ok();
+    // The engines' time, for the share: from a drained stream (the uploads queued above are
+    // not theirs) to the end of their work. The device stage runs in a worker thread; the cpu
+    // stage goes on meanwhile.
+    HDL_RETURN_IF_ERROR(stream.synchronize());
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<Status> done = hw_->decode(items, request_.color, stream);
-    // The engines' time, for the share: the stream drained after the call (the device stage
-    // runs in a worker thread; the cpu stage goes on meanwhile).
     HDL_RETURN_IF_ERROR(stream.synchronize());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     int64_t decoded = 0;
     for (size_t i = 0; i < done.size(); ++i) {
       if (done[i].is_ok()) {
@@ -236,7 +241,11 @@ class MixedImageDecoderOp final : public Operator {
       const std::span<const uint8_t> bytes = items[i].data;
       HDL_RETURN_IF_ERROR(decode_here(io, item_sample[i], bytes, &items[i].out));
     }
-    share_.end_batch(decoded, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    // Engines that fail every call (a GPU slice without them, a driver fault): after a few
+    // batches in a row, every image is the CPU's.
+    failed_batches_in_a_row_ = decoded > 0 ? 0 : failed_batches_in_a_row_ + 1;
+    if (failed_batches_in_a_row_ >= kFailedBatchesBeforeGivingUp) hardware_usable_.store(false, std::memory_order_relaxed);
+    share_.end_batch(decoded, seconds);
     hardware_images_.fetch_add(static_cast<uint64_t>(decoded), std::memory_order_relaxed);
     return Status::ok();
   }
@@ -249,12 +258,15 @@ class MixedImageDecoderOp final : public Operator {
   }
 
  private:
+  static constexpr int kFailedBatchesBeforeGivingUp = 3;
+
   static detail::DecodeShareOptions share_options(const NodeSpec& n) {
     detail::DecodeShareOptions o;
     const double hw = n.get_float("hw_share");
+    if (hw < 0 && hw != -1) throw ConfigError("argument \"hw_share\" must be -1 (adaptive) or in [0, 1], got " + std::to_string(hw));
     if (hw >= 0) o.fixed_cpu_share = 1 - hw;
     o.max_cpu_share = 1 - 1.0 / 64;  // adaptive: the engines keep getting work, so keep being measured
-    o.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    o.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // until run_batch says
     return o;
   }
 
@@ -263,12 +275,18 @@ class MixedImageDecoderOp final : public Operator {
     Result<ImageInfo> info = nvjpeg_probe_image(bytes);
     if (!info.is_ok() || !nvjpeg_supports(*info, request_).is_ok()) return false;
     if (info->subsampling == "411" || info->subsampling == "410") return false;  // the engines refuse them
+    // One interleaved scan, and not truncated: a cut-off file is the CPU decoder's, which
+    // fails it (or fills it, with allow_partial) under the pipeline's error policy.
+    if (!hardware_jpeg_structure(bytes).is_ok()) return false;
     return info->width * info->height <= request_.max_pixels;
   }
 
-  static Status copy_to_device(const ConstTensorView& host, const TensorView& out, cuda::Stream& stream) {
-    Result<cuda::Event> copied = cuda::copy_async(host, out, stream);
-    return copied.status();
+  Status copy_to_device(const ConstTensorView& host, const TensorView& out, cuda::Stream& stream) const {
+    if (!copied_) {  // one event, re-recorded: the stage's stream orders the copies
+      HDL_ASSIGN_OR_RETURN(cuda::Event e, cuda::Event::create(stream.device()));
+      copied_ = std::move(e);
+    }
+    return cuda::copy_async(host, out, stream, *copied_);
   }
 
   // Decodes sample s on the CPU in this thread into pinned memory and uploads it into `out`
@@ -281,7 +299,11 @@ class MixedImageDecoderOp final : public Operator {
     };
     Result<Shape> shape = decoders_.output_shape(bytes, request_);
     if (!shape.is_ok()) return Status(shape.status().code(), where() + shape.status().message());
-    Tensor pinned = Tensor::empty(*shape, DType::kU8, Layout::kHWC, cuda::pinned_host_allocator());
+    // Pinned memory, kept and grown (pinned allocation synchronises the device).
+    const size_t bytes_needed = static_cast<size_t>(shape->num_elements());
+    if (!pinned_ || pinned_->capacity() < bytes_needed)
+      pinned_ = Storage::allocate(cuda::pinned_host_allocator(), std::max(bytes_needed, 2 * (pinned_ ? pinned_->capacity() : 0)));
+    Tensor pinned(pinned_, 0, *shape, DType::kU8, Layout::kHWC);
     if (Status st = decoders_.decode(bytes, request_, pinned.view()).status(); !st.is_ok())
       return Status(st.code(), where() + st.message());
     TensorView target;
@@ -293,7 +315,7 @@ class MixedImageDecoderOp final : public Operator {
     }
     HDL_RETURN_IF_ERROR(copy_to_device(pinned.view(), target, io.stream()));
     fallback_images_.fetch_add(1, std::memory_order_relaxed);
-    return io.stream().synchronize();  // `pinned` is freed on return
+    return io.stream().synchronize();  // `pinned_` is rewritten by the next one
   }
 
   ImageDecoderOp cpu_;  // the host half's decoder, exactly the cpu stage's
@@ -303,6 +325,9 @@ class MixedImageDecoderOp final : public Operator {
   // The device half's own (run_batch calls are serialised by the device stage).
   mutable std::unique_ptr<NvjpegHardwareDecoder> hw_;
   mutable DecoderSet decoders_;
+  mutable StoragePtr pinned_;                   // decode_here's pinned pixels
+  mutable std::optional<cuda::Event> copied_;  // copy_to_device's event
+  mutable int failed_batches_in_a_row_ = 0;
   mutable std::atomic<uint64_t> hardware_images_{0}, cpu_images_{0}, fallback_images_{0};
 };
 

@@ -81,6 +81,29 @@ TEST(NvjpegTest, HardwareDecoderSaysWhyItCannotRunAndAnswersEveryCallSo) {
   std::cout << "[ nvjpeg ] hardware engines unavailable: " << s.message() << "\n";
 }
 
+TEST(NvjpegTest, HardwareStructureCheckSendsMultiScanAndTruncatedFilesToTheCpu) {
+  const std::vector<uint8_t> ok = corpus_file("jpeg/ok/gdk_valid1_400.jpg");
+  EXPECT_TRUE(hardware_jpeg_structure(ok).is_ok()) << hardware_jpeg_structure(ok).to_string();
+  EXPECT_TRUE(hardware_jpeg_structure(corpus_file("jpeg/ok/gdk_cat_gray_512.jpg")).is_ok());
+  // Trailing bytes after EOI are fine; a file cut short is not.
+  std::vector<uint8_t> padded = ok;
+  padded.insert(padded.end(), 20, 0);
+  EXPECT_TRUE(hardware_jpeg_structure(padded).is_ok());
+  const std::vector<uint8_t> cut(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(ok.size() * 2 / 3));
+  EXPECT_EQ(hardware_jpeg_structure(cut).message(), "JPEG without EOI at its end (truncated?)");
+  // The first scan holding one component of three: several scans (the engines take one).
+  std::vector<uint8_t> multi = ok;
+  size_t sos = 2;
+  while (sos + 4 < multi.size() && !(multi[sos] == 0xFF && multi[sos + 1] == 0xDA))
+    sos += 2 + ((size_t(multi[sos + 2]) << 8) | multi[sos + 3]);
+  ASSERT_EQ(multi[sos + 4], 3);
+  multi[sos + 4] = 1;
+  EXPECT_EQ(hardware_jpeg_structure(multi).message(), "JPEG of several scans (non-interleaved)");
+  EXPECT_EQ(hardware_jpeg_structure(std::vector<uint8_t>{0x89, 'P', 'N', 'G'}).message(), "not a JPEG");
+  const std::vector<uint8_t> header_only(ok.begin(), ok.begin() + 20);
+  EXPECT_FALSE(hardware_jpeg_structure(header_only).is_ok());
+}
+
 TEST(NvjpegTest, ProbeLeavesWhatNvjpegCannotTakeToTheCpu) {
   HDL_REQUIRE_CORPUS();
   for (const Case& c : kCases) {
