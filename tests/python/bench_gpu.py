@@ -18,6 +18,12 @@ run, on the same files and cores:
   gpu-hw    device="cuda", decoder="hardware": JPEGs decoded by the GPU's hardware engines with
             CPU threads sharing the load (the mixed stage), RandomResizedCrop as a gpu kernel
             (skipped, with the reason, without engines)
+and, for issue 11's targets, on the same files:
+  hw-alone  the hardware engines alone: the files' bytes in memory, batches of --batch decoded
+            by NvjpegHardwareDecoder into device memory (decode calls timed, nothing else)
+  tv-gpu    torchvision's GPU pipeline: batched torchvision.io.decode_jpeg(device="cuda"), then
+            v2 RandomResizedCrop + flip + ToDtype + Normalize per image on the GPU, stacked
+  torch-dl  torch's DataLoader (PIL, workers = cores, pin_memory) moved to CUDA
 The consumer of CUDA batches queues a reduction on each (on torch's current stream) and
 synchronises at the end of each epoch; CPU batches are only taken. Prints per mode: images/s over epochs >= 2 (median), process
 CPU-seconds per image, time to the first batch, pinned and device pool bytes per epoch; then
@@ -93,6 +99,94 @@ def run(mode: str, tree: str, a) -> dict:
     return out
 
 
+def _photos(tree: str):
+    paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs)
+    classes = sorted({os.path.basename(os.path.dirname(p)) for p in paths})
+    return paths, [classes.index(os.path.basename(os.path.dirname(p))) for p in paths]
+
+
+def _report(mode: str, rates, cpu, first, epochs: int) -> dict:
+    later = slice(1, None) if epochs > 1 else slice(None)
+    out = {"mode": mode, "images_per_s": statistics.median(rates[later]), "cpu_s_per_image": statistics.median(cpu[later]),
+           "first_batch_s": first, "rates": rates, "pools": [], "gpu_ops": []}
+    print(f"{mode:10s} {out['images_per_s']:9.0f} images/s  {out['cpu_s_per_image'] * 1e3:7.3f} CPU-ms/image  "
+          f"first batch {', '.join(f'{f:.3f}' for f in first)} s", flush=True)
+    return out
+
+
+def run_hw_alone(mode: str, tree: str, a) -> dict:
+    paths, _ = _photos(tree)
+    data = [open(p, "rb").read() for p in paths]
+    c0 = time.process_time()
+    r = hdl_loader._C._hardware_decode_bench(data, a.batch, 0, a.epochs)
+    rate = r["images"] / r["seconds"]
+    print(f"{mode:10s} {rate:9.0f} images/s  ({r['images']} images in {r['seconds']:.2f} s of decode calls, "
+          f"{r['refused']} of {len(data)} files refused by the engines)", flush=True)
+    return {"mode": mode, "images_per_s": rate, "cpu_s_per_image": (time.process_time() - c0) / max(r["images"], 1),
+            "first_batch_s": [float("nan")], "rates": [rate], "pools": [], "gpu_ops": []}
+
+
+def run_tv_gpu(mode: str, tree: str, a) -> dict:
+    from torchvision.io import ImageReadMode, decode_image, decode_jpeg, read_file
+    from torchvision.transforms import v2
+    t = v2.Compose([v2.RandomResizedCrop(224, antialias=True), v2.RandomHorizontalFlip(),
+                    v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+    paths, labels = _photos(tree)
+    g = torch.Generator().manual_seed(1)
+    rates, cpu, first = [], [], []
+    sink = torch.zeros((), device="cuda")
+    for epoch in range(a.epochs):
+        order = torch.randperm(len(paths), generator=g).tolist()
+        torch.cuda.synchronize()
+        c0, t0 = time.process_time(), time.perf_counter()
+        for k in range(0, len(order), a.batch):
+            idx = order[k:k + a.batch]
+            data = [read_file(paths[i]) for i in idx]
+            try:
+                images = decode_jpeg(data, device="cuda", mode=ImageReadMode.RGB)
+            except RuntimeError:  # a file nvJPEG refuses: that batch per image, the refused on the CPU
+                images = []
+                for d in data:
+                    try:
+                        images.append(decode_jpeg(d, device="cuda", mode=ImageReadMode.RGB))
+                    except RuntimeError:
+                        images.append(decode_image(d, mode=ImageReadMode.RGB).cuda())
+            out = torch.stack([t(x) for x in images])
+            y = torch.tensor([labels[i] for i in idx]).cuda(non_blocking=True)
+            sink += out.mean() + y.sum()
+            if k == 0:
+                torch.cuda.synchronize()
+                first.append(time.perf_counter() - t0)
+        torch.cuda.synchronize()
+        rates.append(len(order) / (time.perf_counter() - t0))
+        cpu.append((time.process_time() - c0) / len(order))
+    return _report(mode, rates, cpu, first, a.epochs)
+
+
+def run_torch_dl(mode: str, tree: str, a) -> dict:
+    ds = torchvision.datasets.ImageFolder(tree, TRAIN)
+    dl = torch.utils.data.DataLoader(ds, batch_size=a.batch, shuffle=True, num_workers=os.cpu_count(), pin_memory=True,
+                                     persistent_workers=True, generator=torch.Generator().manual_seed(1))
+    rates, cpu, first = [], [], []
+    sink = torch.zeros((), device="cuda")
+    for epoch in range(a.epochs):
+        torch.cuda.synchronize()
+        c0, t0 = time.process_time(), time.perf_counter()
+        n = 0
+        for k, (x, y) in enumerate(dl):
+            x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+            sink += x.mean() + y.sum()
+            n += len(y)
+            if k == 0:
+                torch.cuda.synchronize()
+                first.append(time.perf_counter() - t0)
+        torch.cuda.synchronize()
+        rates.append(n / (time.perf_counter() - t0))
+        # The workers' CPU time is not this process's: CPU-seconds here are the consumer's only.
+        cpu.append((time.process_time() - c0) / n)
+    return _report(mode, rates, cpu, first, a.epochs)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", default="build/corpus/imagenet/train")
@@ -100,22 +194,41 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--modes", default="cpu,torch,gpu,gpu-resize,gpu-hw")
+    ap.add_argument("--modes", default="cpu,torch,gpu,gpu-resize,gpu-hw,hw-alone,tv-gpu,torch-dl")
     a = ap.parse_args()
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {os.cpu_count()} CPUs, "
           f"{a.files} files, batch {a.batch}, threads {a.threads or os.cpu_count()}", flush=True)
     with tempfile.TemporaryDirectory() as tree:
         make_tree(a.root, a.files, tree)
         modes = a.modes.split(",")
-        if "gpu-hw" in modes and not hdl_loader._C.hardware_jpeg_status(0)["available"]:
-            print(f"gpu-hw skipped: {hdl_loader._C.hardware_jpeg_status(0)['reason']}")
-            modes.remove("gpu-hw")
-        results = {m: run(m, tree, a) for m in modes}
+        hw = hdl_loader._C.hardware_jpeg_status(0)
+        for m in ("gpu-hw", "hw-alone"):
+            if m in modes and not hw["available"]:
+                print(f"{m} skipped: {hw['reason']}")
+                modes.remove(m)
+        others = {"hw-alone": run_hw_alone, "tv-gpu": run_tv_gpu, "torch-dl": run_torch_dl}
+        results = {m: (others[m] if m in others else run)(m, tree, a) for m in modes}
     base = results.get("cpu")
     if base:
         for m, r in results.items():
             print(f"{m:10s} rate {r['images_per_s'] / base['images_per_s']:.2f}x cpu, CPU-seconds per image "
                   f"{r['cpu_s_per_image'] / base['cpu_s_per_image']:.2f}x cpu")
+    ours = results.get("gpu-hw")
+    if ours:  # issue 11's targets, each against a baseline of this run
+        def line(what, value, target, ok):
+            print(f"target {what:44s} {value:10.2f}  {target:>10s}  {'ok' if ok else 'MISSED'}")
+        line("resnet-train into CUDA, images/s", ours["images_per_s"], ">= 15000", ours["images_per_s"] >= 15000)
+        if "hw-alone" in results:
+            x = ours["images_per_s"] / results["hw-alone"]["images_per_s"]
+            line("vs the hardware engines alone", x, ">= 1.3", x >= 1.3)
+        if "tv-gpu" in results:
+            x = ours["images_per_s"] / results["tv-gpu"]["images_per_s"]
+            line("vs torchvision's GPU pipeline", x, ">= 5", x >= 5)
+        if base:
+            x = ours["cpu_s_per_image"] / base["cpu_s_per_image"]
+            line("CPU-seconds per image vs the CPU path", x, "<= 0.5", x <= 0.5)
+        first = ours["first_batch_s"][0]
+        line("first batch, seconds", first, "<= 0.5", first <= 0.5)
 
 
 if __name__ == "__main__":
