@@ -120,7 +120,11 @@ def test_mixed_decoder_on_the_hardware_engines(train_root, hw_share):
         assert diff.mean().item() <= 4.0, diff.mean().item()
     counters = {o["name"]: o["counters"] for o in pipe.stats()["operators"]}["decode"]
     total = counters["hardware_images"] + counters["cpu_images"] + counters["device_stage_cpu_images"]
-    assert total == sum(len(y) for _, y in got)
+    # Every image counted once: at least the ones handed out (prefetch may have started the
+    # next epoch's).
+    assert total >= sum(len(y) for _, y in got)
+    if hw_share == 1.0:
+        assert counters["hardware_images"] > 0 and counters["device_stage_cpu_images"] <= total // 10, counters
     print(f"[ mixed ] hw_share={hw_share}: {counters}")
 
 
