@@ -20,9 +20,6 @@ template <> struct Elem<DType::kF32> { using type = float; };
 template <> struct Elem<DType::kF16> { using type = uint16_t; };
 template <> struct Elem<DType::kBF16> { using type = uint16_t; };
 
-template <DType D>
-constexpr bool is_int = D == DType::kU8 || D == DType::kI16 || D == DType::kI32 || D == DType::kI64;
-
 // Integers widen to int64 (exact), floats to float (exact for f16/bf16/f32).
 template <DType S>
 auto load(typename Elem<S>::type v) {
