@@ -66,6 +66,18 @@ Status hardware_jpeg_structure(std::span<const uint8_t> d) {
   return Status::unsupported("JPEG without EOI at its end (truncated?)");
 }
 
+Result<ImageInfo> hardware_may_take(std::span<const uint8_t> data, const DecodeRequest& request) {
+  HDL_ASSIGN_OR_RETURN(ImageInfo info, nvjpeg_probe_image(data));
+  HDL_RETURN_IF_ERROR(nvjpeg_supports(info, request));
+  if (info.subsampling == "411" || info.subsampling == "410")
+    return Status::unsupported(info.subsampling + " chroma subsampling (the engines refuse it)");
+  HDL_RETURN_IF_ERROR(hardware_jpeg_structure(data));
+  if (info.width * info.height > request.max_pixels)
+    return Status::resource_exhausted("image of " + std::to_string(info.width) + "x" + std::to_string(info.height) +
+                                      " exceeds max_pixels " + std::to_string(request.max_pixels));
+  return info;
+}
+
 Status NvjpegHardwareDecoder::status() {
   if (impl_) return impl_->init;
   impl_ = std::make_unique<Impl>();
@@ -103,12 +115,7 @@ Status NvjpegHardwareDecoder::status() {
 
 Result<ImageInfo> NvjpegHardwareDecoder::supports(std::span<const uint8_t> data, const DecodeRequest& request) {
   HDL_RETURN_IF_ERROR(status());
-  HDL_ASSIGN_OR_RETURN(ImageInfo info, nvjpeg_probe_image(data));
-  HDL_RETURN_IF_ERROR(nvjpeg_supports(info, request));
-  HDL_RETURN_IF_ERROR(hardware_jpeg_structure(data));
-  if (info.width * info.height > request.max_pixels)
-    return Status::resource_exhausted("image of " + std::to_string(info.width) + "x" + std::to_string(info.height) +
-                                      " exceeds max_pixels " + std::to_string(request.max_pixels));
+  HDL_ASSIGN_OR_RETURN(ImageInfo info, hardware_may_take(data, request));
   Impl& m = *impl_;
   if (int s = m.api->jpeg_stream_parse_header(m.handle, data.data(), data.size(), m.jpeg_stream);
       s != detail::kNvjpegSuccess)

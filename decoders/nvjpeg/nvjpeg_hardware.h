@@ -56,6 +56,12 @@ struct HardwareDecodeItem {
 /// with the reason.
 Status hardware_jpeg_structure(std::span<const uint8_t> data);
 
+/// Every check of this library's own on whether the engines may take a JPEG for `request`
+/// (nvjpeg_probe_image, nvjpeg_supports, no 4:1:1 / 4:1:0, hardware_jpeg_structure, max_pixels):
+/// its ImageInfo, or why not. Host work only, no nvJPEG call: safe from any thread (the
+/// mixed stage's host half routes with it; supports() adds nvJPEG's own checks).
+Result<ImageInfo> hardware_may_take(std::span<const uint8_t> data, const DecodeRequest& request);
+
 class NvjpegHardwareDecoder {
  public:
   explicit NvjpegHardwareDecoder(int device = 0);

@@ -4,16 +4,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "pipeline/random.h"
+
 namespace hdl::detail {
 namespace {
-
-// splitmix64's finaliser: neighbouring keys (positions) give unrelated values.
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("DecodeShare: " + what);
@@ -38,8 +32,9 @@ DecodeShare::DecodeShare(const DecodeShareOptions& o) : options_(o) {
 }
 
 bool DecodeShare::to_cpu(uint64_t key) const {
-  // The top 53 bits as a uniform double in [0, 1).
-  const double u = static_cast<double>(mix(key) >> 11) * 0x1.0p-53;
+  // The top 53 bits of SplitMix64's mix as a uniform double in [0, 1): neighbouring keys
+  // (positions) give unrelated values.
+  const double u = static_cast<double>(mix64(key) >> 11) * 0x1.0p-53;
   return u < cpu_share();
 }
 

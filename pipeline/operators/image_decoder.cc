@@ -43,15 +43,22 @@ void zero_fill(const TensorView& v) {
         v.typed<uint8_t>()[y * v.strides[0] + x * v.strides[1] + c * v.strides[2]] = 0;
 }
 
+// The request both stages' decoders make, from the node's arguments.
+DecodeRequest decode_request(const NodeSpec& n) {
+  DecodeRequest r;
+  r.color = parse_color_format(n.get_string("output_type"));
+  r.apply_orientation = n.get_bool("apply_orientation");
+  r.max_pixels = n.get_int("max_pixels");
+  r.max_scans = static_cast<int>(n.get_int("max_scans"));
+  r.allow_partial = n.get_bool("allow_partial");
+  return r;
+}
+
 class ImageDecoderOp final : public Operator {
  public:
   explicit ImageDecoderOp(const NodeSpec& n) : rrc_(ops::parse_random_resized_crop(n)), fused_(ops::parse_fused_geometry(n)) {
     fused_.dct_scaling = n.get_bool("dct_scaling");
-    request_.color = parse_color_format(n.get_string("output_type"));
-    request_.apply_orientation = n.get_bool("apply_orientation");
-    request_.max_pixels = n.get_int("max_pixels");
-    request_.max_scans = static_cast<int>(n.get_int("max_scans"));
-    request_.allow_partial = n.get_bool("allow_partial");
+    request_ = decode_request(n);
     random_crop_ = n.get_string("random_crop") == "resized";
     fused_on_ = random_crop_ || !fused_.resize.empty() || fused_.center_crop.has_value();
     // Only region decodes use the index: the random crop, or a center crop of the resize.
@@ -166,11 +173,7 @@ class MixedImageDecoderOp final : public Operator {
  public:
   explicit MixedImageDecoderOp(const NodeSpec& n)
       : cpu_(n), share_(share_options(n)) {
-    request_.color = parse_color_format(n.get_string("output_type"));
-    request_.apply_orientation = n.get_bool("apply_orientation");
-    request_.max_pixels = n.get_int("max_pixels");
-    request_.max_scans = static_cast<int>(n.get_int("max_scans"));
-    request_.allow_partial = n.get_bool("allow_partial");
+    request_ = decode_request(n);
     // No library or no device: every image is the CPU's from the start (the device stage then
     // refuses to start anyway, naming CUDA's reason).
     hardware_usable_.store(nvjpeg_status().is_ok(), std::memory_order_relaxed);
@@ -183,7 +186,7 @@ class MixedImageDecoderOp final : public Operator {
     const ConstTensorView& in = io.input(0);
     const std::span<const uint8_t> bytes(in.typed<uint8_t>(), static_cast<size_t>(in.num_elements()));
     const uint64_t key = io.rng().next_u64();
-    const bool eligible = hardware_usable_.load(std::memory_order_relaxed) && engines_may_take(bytes);
+    const bool eligible = hardware_usable_.load(std::memory_order_relaxed) && hardware_may_take(bytes, request_).is_ok();
     if (eligible && !share_.to_cpu(key)) {
       HDL_ASSIGN_OR_RETURN(TensorView none, io.output(0, Shape{0, 0, color_channels(request_.color)}, DType::kU8, Layout::kHWC));
       (void)none;
@@ -268,17 +271,6 @@ class MixedImageDecoderOp final : public Operator {
     o.max_cpu_share = 1 - 1.0 / 64;  // adaptive: the engines keep getting work, so keep being measured
     o.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // until run_batch says
     return o;
-  }
-
-  // Our header checks (no nvJPEG call: the host half runs on many threads at once).
-  bool engines_may_take(std::span<const uint8_t> bytes) const {
-    Result<ImageInfo> info = nvjpeg_probe_image(bytes);
-    if (!info.is_ok() || !nvjpeg_supports(*info, request_).is_ok()) return false;
-    if (info->subsampling == "411" || info->subsampling == "410") return false;  // the engines refuse them
-    // One interleaved scan, and not truncated: a cut-off file is the CPU decoder's, which
-    // fails it (or fills it, with allow_partial) under the pipeline's error policy.
-    if (!hardware_jpeg_structure(bytes).is_ok()) return false;
-    return info->width * info->height <= request_.max_pixels;
   }
 
   Status copy_to_device(const ConstTensorView& host, const TensorView& out, cuda::Stream& stream) const {

@@ -102,6 +102,19 @@ TEST(NvjpegTest, HardwareStructureCheckSendsMultiScanAndTruncatedFilesToTheCpu) 
   EXPECT_EQ(hardware_jpeg_structure(std::vector<uint8_t>{0x89, 'P', 'N', 'G'}).message(), "not a JPEG");
   const std::vector<uint8_t> header_only(ok.begin(), ok.begin() + 20);
   EXPECT_FALSE(hardware_jpeg_structure(header_only).is_ok());
+  // hardware_may_take: all of this library's checks, as the mixed stage's host half routes.
+  const Result<ImageInfo> info = hardware_may_take(ok, DecodeRequest{});
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  EXPECT_GT(info->width, 0);
+  EXPECT_EQ(hardware_may_take(cut, DecodeRequest{}).status().message(), "JPEG without EOI at its end (truncated?)");
+  EXPECT_EQ(hardware_may_take(corpus_file("jpeg/ok/forensics_whatsapp_prog.jpg"), DecodeRequest{}).status().message(),
+            "progressive JPEG");
+  DecodeRequest gray;
+  gray.color = ColorFormat::kGray;
+  EXPECT_FALSE(hardware_may_take(ok, gray).is_ok());
+  DecodeRequest small;
+  small.max_pixels = 16;
+  EXPECT_EQ(hardware_may_take(ok, small).status().code(), StatusCode::kResourceExhausted);
 }
 
 TEST(NvjpegTest, ProbeLeavesWhatNvjpegCannotTakeToTheCpu) {
