@@ -33,7 +33,7 @@ import operator
 import os
 import random
 import warnings
-from typing import Any, Dict, List, Optional, Tuple, TypeVar
+from typing import Any, Dict, List, Optional, TypeVar
 
 import numpy as np
 import torch
@@ -149,13 +149,14 @@ _RRC_ARGS = ("scale", "ratio", "attempts", "interpolation", "random_interpolatio
 _GEOMETRY_ARGS = ("random_crop", "resize", "max_size", "center_crop", "pillow", "dct_scaling") + _RRC_ARGS
 
 
-def _hardware_decode(outputs: List[DataNode]) -> Tuple[List[DataNode], List[str]]:
+def _hardware_decode(outputs: List[DataNode]) -> List[str]:
     """Puts each image_decoder whose every reader is on the gpu stage on the mixed stage: whole
     images decoded by the GPU's hardware JPEG engines with CPU threads sharing the load. Its
     fused RandomResizedCrop becomes a gpu random_resized_crop, a fused Resize a gpu resize (the
     same laws and kernels; windows come from that node's stream). A Pillow-exact resize or a
-    center crop keeps its decoder on the CPU. Returns the outputs (rewired) and a note per
-    decoder kept on the CPU."""
+    center crop keeps its decoder on the CPU. Rewires the graph in place (a decoder that is
+    itself an output stays as it is, so the outputs do not change); returns a note per decoder
+    kept on the CPU."""
     nodes = collect(outputs)
     readers: Dict[int, List[Any]] = {}
     for n in nodes:
@@ -194,7 +195,7 @@ def _hardware_decode(outputs: List[DataNode]) -> Tuple[List[DataNode], List[str]
         replaced[dec.uid] = out
     for n in nodes:  # the new crop / resize nodes (not in `nodes`) keep reading the decoders
         n.inputs = [replaced[d.node.uid] if d.index == 0 and d.node.uid in replaced else d for d in n.inputs]
-    return list(outputs), notes
+    return notes
 
 
 class HabanaDataLoader(DataLoader[T_co]):
@@ -508,7 +509,7 @@ class HabanaDataLoader(DataLoader[T_co]):
             images = self._wire(files)
             moved = _gpu_tail(images, self._gpu_limit if self._gpu_limit is not None else 1 << 30) if gpu else []
             if gpu and self._hw_decode:
-                images, kept = _hardware_decode(images)
+                kept = _hardware_decode(images)
                 self.native_notes += [n for n in kept if n not in self.native_notes]
                 moved = moved + [n.op for n in collect(images) if n.stage == "gpu" and n.op not in moved]
             pipe.set_outputs(*images, labels)
