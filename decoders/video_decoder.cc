@@ -14,6 +14,7 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/display.h>
+#include <libavutil/hwcontext.h>
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
@@ -30,6 +31,16 @@ extern "C" {
 #include <utility>
 
 #include "pipeline/file_system.h"
+
+#if HDL_HAVE_CUDA
+extern "C" {
+#include <libavutil/hwcontext_cuda.h>
+}
+#include "media/cuda/allocator.h"
+#include "media/cuda/stream.h"
+#include "pipeline/kernels/cuda/geometry.h"
+#include "pipeline/kernels/cuda/yuv.h"
+#endif
 
 namespace hdl {
 namespace {
@@ -494,6 +505,106 @@ Status check_frames(const VideoInfo& info, std::span<const int64_t> frames) {
   return Status::ok();
 }
 
+// ---- NVDEC, through FFmpeg's cuda hwaccel ----
+//
+// A decoder context gets FFmpeg's CUDA device (opened on CUDA's primary context, the one the
+// CUDA runtime, this library's kernels and torch use, with the caller's stream as the device's
+// stream: FFmpeg copies each decoded picture out of NVDEC's surfaces on it) and a get_format
+// that accepts only AV_PIX_FMT_CUDA. When NVDEC cannot take the stream (FFmpeg's hwaccel init
+// checks the GPU's decoder capabilities: codec, profile, chroma format, bit depth, size), FFmpeg
+// offers the software formats only and get_format refuses them: the decode fails, reported as
+// kUnsupported "NVDEC ...", and the caller decodes the video on the CPU.
+
+// Whether this FFmpeg build has a cuda hwaccel for `codec`.
+bool has_cuda_hwaccel(const AVCodec* codec) {
+  for (int i = 0;; ++i) {
+    const AVCodecHWConfig* c = avcodec_get_hw_config(codec, i);
+    if (!c) return false;
+    if (c->device_type == AV_HWDEVICE_TYPE_CUDA && (c->methods & AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX)) return true;
+  }
+}
+
+// What get_format saw, reached through AVCodecContext::opaque.
+struct HwFormat {
+  bool refused = false;
+};
+
+AVPixelFormat pick_cuda_format(AVCodecContext* ctx, const AVPixelFormat* formats) {
+  for (const AVPixelFormat* f = formats; *f != AV_PIX_FMT_NONE; ++f)
+    if (*f == AV_PIX_FMT_CUDA) return *f;
+  if (ctx->opaque) static_cast<HwFormat*>(ctx->opaque)->refused = true;
+  return AV_PIX_FMT_NONE;
+}
+
+// FFmpeg's CUDA device `index` on the primary context, with `stream` (a cudaStream_t) as the
+// stream of its copies. The caller owns the reference.
+Result<AVBufferRef*> open_cuda_device(int index, void* stream) {
+#if HDL_HAVE_CUDA
+  AVDictionary* opts = nullptr;
+  av_dict_set(&opts, "primary_ctx", "1", 0);
+  AVBufferRef* ref = nullptr;
+  const int err = av_hwdevice_ctx_create(&ref, AV_HWDEVICE_TYPE_CUDA, std::to_string(index).c_str(), opts, 0);
+  av_dict_free(&opts);
+  if (err < 0)
+    return Status::unsupported("NVDEC: FFmpeg cannot open CUDA device " + std::to_string(index) + ": " +
+                               av_error_text(err));
+  auto* device = reinterpret_cast<AVHWDeviceContext*>(ref->data);
+  static_cast<AVCUDADeviceContext*>(device->hwctx)->stream = static_cast<CUstream>(stream);
+  return ref;
+#else
+  (void)index, (void)stream;
+  return Status::unsupported("NVDEC: not available: built without CUDA");
+#endif
+}
+
+// Whether FFmpeg opens CUDA device `index` at all (libcuda there, the device usable): asked
+// once per process and device.
+Status cuda_device_status(int index) {
+  if (index < 0 || index >= 64) return Status::invalid_argument("CUDA device index " + std::to_string(index) + " out of range");
+  static std::once_flag once[64];
+  static Status status[64];
+  std::call_once(once[index], [&] {
+    QuietLog quiet;
+    Result<AVBufferRef*> ref = open_cuda_device(index, nullptr);
+    if (ref.is_ok()) av_buffer_unref(&*ref);
+    status[index] = ref.status();
+  });
+  return status[index];
+}
+
+#if HDL_HAVE_CUDA
+// A decoded NVDEC frame's planes as the conversion kernel reads them.
+Result<kernels::YuvFrame> device_planes(const AVFrame* f) {
+  if (!f->hw_frames_ctx) return Status::internal("NVDEC frame without a frames context");
+  const auto* frames = reinterpret_cast<const AVHWFramesContext*>(f->hw_frames_ctx->data);
+  kernels::YuvFrame y;
+  switch (frames->sw_format) {
+    case AV_PIX_FMT_NV12: y.layout = kernels::YuvLayout::kSemiPlanar420; y.bytes = 1; break;
+    case AV_PIX_FMT_P010LE:
+    case AV_PIX_FMT_P016LE: y.layout = kernels::YuvLayout::kSemiPlanar420; y.bytes = 2; break;
+    case AV_PIX_FMT_YUV444P: y.layout = kernels::YuvLayout::kPlanar444; y.bytes = 1; break;
+    case AV_PIX_FMT_YUV444P16LE: y.layout = kernels::YuvLayout::kPlanar444; y.bytes = 2; break;
+    default: {
+      const char* name = av_get_pix_fmt_name(frames->sw_format);
+      return Status::unsupported(std::string("NVDEC surface format ") + (name ? name : "?") + " is not converted here");
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    y.plane[i] = f->data[i];
+    y.pitch[i] = f->linesize[i];
+  }
+  y.width = f->width;
+  y.height = f->height;
+  return y;
+}
+
+// Whether libswscale reads `format` as full range when the frame does not say (the yuvj formats).
+bool full_range_format(int format) {
+  return format == AV_PIX_FMT_YUVJ420P || format == AV_PIX_FMT_YUVJ422P || format == AV_PIX_FMT_YUVJ444P ||
+         format == AV_PIX_FMT_YUVJ440P || format == AV_PIX_FMT_YUVJ411P;
+}
+#endif
+
 }  // namespace
 
 double VideoInfo::frame_time(int64_t i) const {
@@ -524,9 +635,13 @@ class ClipDecode {
   // Called with each wanted frame as it comes out: its position in `wanted` and the frame.
   using Deliver = std::function<Status(size_t u, const AVFrame* frame)>;
 
+  /// `hw_device`: FFmpeg's CUDA device for NVDEC decoding (not owned), or nullptr for the CPU.
   ClipDecode(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
-             AVPacket* packet, AVFrame* frame, VideoDecodeReport& report)
-      : file_(file), info_(info), options_(options), packet_(packet), frame_(frame), report_(report) {}
+             AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device = nullptr)
+      : file_(file), info_(info), options_(options), packet_(packet), frame_(frame), report_(report),
+        hw_device_(hw_device) {
+    report_.on_device = hw_device != nullptr;
+  }
   ~ClipDecode() { close_codec(); }
   ClipDecode(const ClipDecode&) = delete;
   ClipDecode& operator=(const ClipDecode&) = delete;
@@ -601,11 +716,18 @@ class ClipDecode {
     if (!codec_) return Status::resource_exhausted("out of memory");
     if (int err = avcodec_parameters_to_context(codec_, stream_->codecpar); err < 0) return codec_error(err);
     codec_->pkt_timebase = stream_->time_base;
-    codec_->thread_count = options_.threads;
+    codec_->thread_count = threads();
     codec_->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
     codec_->max_pixels = options_.max_frame_pixels;
     codec_->log_level_offset = 100;  // levels 8..56 -> 108..156: below any log level
+    if (hw_device_) {
+      codec_->hw_device_ctx = av_buffer_ref(hw_device_);
+      if (!codec_->hw_device_ctx) return Status::resource_exhausted("out of memory");
+      codec_->get_format = pick_cuda_format;
+      codec_->opaque = &hw_format_;
+    }
     if (int err = avcodec_open2(codec_, codec, nullptr); err < 0) {
+      if (hw_format_.refused) return nvdec_refused();
       if (err == AVERROR(ENOMEM)) return Status::resource_exhausted("out of memory");
       return Status::unsupported("cannot open the FFmpeg " + info_.codec + " decoder: " + av_error_text(err));
     }
@@ -718,7 +840,10 @@ class ClipDecode {
   /// setting is then read for that packet), timestamps from a container that gives every
   /// packet its own (not an MPEG stream, whose demuxer hands timestamps to neighbouring
   /// packets), frames numbered by timestamp.
-  bool skip_possible() const { return options_.threads == 1 && !info_.sequential && !mpeg_container(); }
+  bool skip_possible() const { return threads() == 1 && !info_.sequential && !mpeg_container(); }
+
+  /// The decoder's threads: NVDEC decodes with one (the hardware does the work).
+  int threads() const { return hw_device_ ? 1 : options_.threads; }
 
  private:
   bool mpeg_container() const {
@@ -777,8 +902,15 @@ class ClipDecode {
     return Status::invalid_data(msg + "): truncated or corrupt video");
   }
 
+  Status nvdec_refused() const {
+    return Status::unsupported("NVDEC cannot decode this " + info_.codec + " stream (" + info_.pixel_format + ", " +
+                               std::to_string(info_.width) + "x" + std::to_string(info_.height) +
+                               "): FFmpeg's cuda hwaccel refused it");
+  }
+
   Status codec_error(int err) const {
     if (input_ && !input_->io_error().is_ok()) return input_->io_error();
+    if (hw_format_.refused) return nvdec_refused();
     if (err == AVERROR(ENOMEM)) return Status::resource_exhausted("out of memory in the " + info_.codec + " decoder");
     if (err == AVERROR_PATCHWELCOME || err == AVERROR(ENOSYS))
       return Status::unsupported(info_.codec + " decoder: " + av_error_text(err));
@@ -791,6 +923,8 @@ class ClipDecode {
   AVPacket* packet_;
   AVFrame* frame_;
   VideoDecodeReport& report_;
+  AVBufferRef* hw_device_;
+  HwFormat hw_format_;
 
   std::unique_ptr<Input> input_;
   AVStream* stream_ = nullptr;
@@ -825,16 +959,79 @@ void distinct(std::span<const int64_t> frames, std::vector<int64_t>* wanted, std
 
 }  // namespace
 
-// What outlives a call: packet and frame, the libswscale context and conversion buffers.
+// What outlives a call: packet and frame, the libswscale context and conversion buffers, and
+// with a cuda device FFmpeg's CUDA device and the device frame decode() hands out.
 struct VideoDecoder::Impl {
   AVPacket* packet = av_packet_alloc();
   AVFrame* frame = av_frame_alloc();
   Converter converter;
   Scratch scratch;  // a converted frame on its way to a rotated or unconvertible-into output
   Scratch single;   // decode(): the frame handed to the sink
+  AVBufferRef* hw_device = nullptr;  // NVDEC: FFmpeg's CUDA device (on the options' stream)
+  StoragePtr device_single;          // decode() on the device: the frame handed to the sink
   ~Impl() {
+    av_buffer_unref(&hw_device);
     av_frame_free(&frame);
     av_packet_free(&packet);
+  }
+
+  // FFmpeg's CUDA device for a cuda decoder (opened on first use), nullptr for the CPU.
+  Result<AVBufferRef*> hardware(const VideoDecoderOptions& options) {
+    if (options.device.is_cpu()) return static_cast<AVBufferRef*>(nullptr);
+    if (!hw_device) {
+      HDL_RETURN_IF_ERROR(cuda_device_status(options.device.index));
+      HDL_ASSIGN_OR_RETURN(hw_device, open_cuda_device(options.device.index, options.cuda_stream));
+    }
+    return hw_device;
+  }
+
+  // An NVDEC frame converted by the device kernel into `out` (a device view), on the options'
+  // stream.
+  Status convert_on_device(const AVFrame* f, const VideoInfo& info, const VideoDecoderOptions& options, int rotation,
+                           const TensorView& out) {
+#if HDL_HAVE_CUDA
+    if (f->width != info.width || f->height != info.height)
+      return Status::unsupported("NVDEC gave a " + std::to_string(f->width) + "x" + std::to_string(f->height) +
+                                 " frame for a " + std::to_string(info.width) + "x" + std::to_string(info.height) + " video");
+    HDL_ASSIGN_OR_RETURN(const kernels::YuvFrame planes, device_planes(f));
+    const int range = enum_value(f->color_range);
+    const bool full = range == AVCOL_RANGE_JPEG ||
+                      (range == AVCOL_RANGE_UNSPECIFIED && full_range_format(av_get_pix_fmt(info.pixel_format.c_str())));
+    const kernels::YuvMatrix matrix = kernels::yuv_matrix(enum_value(f->colorspace), full);
+    cuda::Stream stream = cuda::Stream::borrow(options.cuda_stream, options.device);
+    return kernels::cuda::yuv_to_rgb(planes, matrix, rotation, options.color, out, stream);
+#else
+    (void)f, (void)info, (void)options, (void)rotation, (void)out;
+    return Status::unsupported("NVDEC: not available: built without CUDA");
+#endif
+  }
+
+  // A copy of a device frame into another device view (a repeated frame of decode_into()).
+  static Status copy_on_device(const TensorView& from, const TensorView& to, const VideoDecoderOptions& options) {
+#if HDL_HAVE_CUDA
+    cuda::Stream stream = cuda::Stream::borrow(options.cuda_stream, options.device);
+    return kernels::cuda::crop(from, 0, 0, to, stream);
+#else
+    (void)from, (void)to, (void)options;
+    return Status::unsupported("not available: built without CUDA");
+#endif
+  }
+
+  // decode()'s frame on the device: [H, W, C] in device memory, kept and grown.
+  Result<TensorView> device_frame(const VideoDecoderOptions& options, const Shape& shape) {
+#if HDL_HAVE_CUDA
+    const size_t bytes = size_t(shape.num_elements());
+    if (!device_single || device_single->capacity() < bytes) {
+      device_single.reset();  // cudaFree waits for the work that may still read it
+      device_single = Storage::allocate(cuda::device_allocator(options.device.index), bytes);
+    }
+    TensorView v(device_single->data(), shape, DType::kU8, Layout::kHWC);
+    v.device = options.device;
+    return v;
+#else
+    (void)options, (void)shape;
+    return Status::unsupported("NVDEC: not available: built without CUDA");
+#endif
   }
 
   // Decodes the distinct frames of `frames`, converting each into slot(k) for its first position
@@ -850,6 +1047,7 @@ struct VideoDecoder::Impl {
     rep = {};
     if (wanted.empty()) return Status::ok();
     QuietLog quiet;
+    HDL_ASSIGN_OR_RETURN(AVBufferRef* const hw, hardware(options));
     const AVPixelFormat dst_fmt = av_format_of(options.color);
     const int64_t c = color_channels(options.color);
     const int rotation = options.apply_rotation ? info.rotation : 0;
@@ -861,6 +1059,13 @@ struct VideoDecoder::Impl {
     auto convert = [&](size_t u, const AVFrame* f) -> Status {
       u += done;
       const TensorView out = slot(first[u]);
+      if (f->format == AV_PIX_FMT_CUDA) {
+        HDL_RETURN_IF_ERROR(convert_on_device(f, info, options, rotation, out));
+        Status st = delivered(out, first[u]);
+        sink_failed = !st.is_ok();
+        return st;
+      }
+      if (!out.device.is_cpu()) return Status::internal("a frame decoded on the CPU for a device output");
       // libswscale writes whole blocks of pixels: straight into `out` only when its rows are
       // packed and a multiple of 16 pixels wide, so that nothing lands outside the view.
       const int64_t row = out.strides[0];
@@ -884,7 +1089,7 @@ struct VideoDecoder::Impl {
       handed_out = u + 1;
       return Status::ok();
     };
-    ClipDecode clip(file, info, options, packet, frame, rep);
+    ClipDecode clip(file, info, options, packet, frame, rep, hw);
     if (!clip.skip_possible() || wanted.size() == size_t(info.num_frames())) return clip.run(wanted, convert);
     // Unwanted non-reference frames skipped; should a wanted frame still go missing (a packet
     // whose timestamp belongs to another frame), the clip is decoded again in full.
@@ -900,6 +1105,8 @@ struct VideoDecoder::Impl {
 
 VideoDecoder::VideoDecoder(VideoDecoderOptions options) : options_(options), impl_(std::make_unique<Impl>()) {
   if (options_.threads < 0) throw std::invalid_argument("VideoDecoderOptions::threads must be >= 0");
+  if (!options_.device.is_cpu() && (options_.device.index < 0 || options_.device.index >= 64))
+    throw std::invalid_argument("VideoDecoderOptions::device: CUDA device index out of range");
   if (options_.max_frame_pixels <= 0) throw std::invalid_argument("VideoDecoderOptions::max_frame_pixels must be > 0");
   if (!impl_->packet || !impl_->frame) throw std::bad_alloc();
 }
@@ -984,9 +1191,15 @@ Status VideoDecoder::decode(const RandomAccessFile& file, const VideoInfo& info,
   const int64_t c = color_channels(options_.color);
   const bool rotate = options_.apply_rotation && info.rotation != 0;
   const Shape shape{rotate ? info.display_height() : info.height, rotate ? info.display_width() : info.width, c};
-  uint8_t* pixels = impl_->single.get(size_t(shape.num_elements()));
-  if (!pixels) return Status::resource_exhausted("out of memory");
-  const TensorView view(pixels, shape, DType::kU8, Layout::kHWC);
+  TensorView view;
+  if (options_.device.is_cpu()) {
+    uint8_t* pixels = impl_->single.get(size_t(shape.num_elements()));
+    if (!pixels) return Status::resource_exhausted("out of memory");
+    view = TensorView(pixels, shape, DType::kU8, Layout::kHWC);
+  } else {
+    HDL_RETURN_IF_ERROR(device_supports(info));
+    HDL_ASSIGN_OR_RETURN(view, impl_->device_frame(options_, shape));
+  }
   // Each distinct frame is converted into `view`, then handed to the sink once per occurrence.
   auto deliver = [&](const TensorView& out, size_t k) -> Status {
     for (size_t j = k; j < frames.size() && frames[j] == frames[k]; ++j) HDL_RETURN_IF_ERROR(sink(int64_t(j), out));
@@ -1002,13 +1215,18 @@ Status VideoDecoder::decode_into(const RandomAccessFile& file, const VideoInfo& 
   const bool rotate = options_.apply_rotation && info.rotation != 0;
   const Shape want{int64_t(frames.size()), rotate ? info.display_height() : info.height,
                    rotate ? info.display_width() : info.width, c};
-  if (out.shape != want || out.dtype != DType::kU8 || !out.device.is_cpu() || out.strides[3] != 1)
-    return Status::invalid_argument("decode_into: the output must be a host uint8 [T, H, W, C] view of shape " +
-                                    want.to_string() + " with unit channel stride, not " + out.shape.to_string());
+  if (out.shape != want || out.dtype != DType::kU8 || out.device != options_.device || out.strides[3] != 1)
+    return Status::invalid_argument("decode_into: the output must be a uint8 [T, H, W, C] view on " +
+                                    options_.device.to_string() + " of shape " + want.to_string() +
+                                    " with unit channel stride, not " + out.device.to_string() + " " + out.shape.to_string());
+  if (!options_.device.is_cpu()) HDL_RETURN_IF_ERROR(device_supports(info));
   auto slot = [&](size_t k) { return out.select(0, int64_t(k), Layout::kHWC); };
   // Repeats of a frame are copies of its first slot.
   auto deliver = [&](const TensorView& first, size_t k) -> Status {
-    for (size_t j = k + 1; j < frames.size() && frames[j] == frames[k]; ++j) copy(first, slot(j));
+    for (size_t j = k + 1; j < frames.size() && frames[j] == frames[k]; ++j) {
+      if (options_.device.is_cpu()) copy(first, slot(j));
+      else HDL_RETURN_IF_ERROR(Impl::copy_on_device(first, slot(j), options_));
+    }
     return Status::ok();
   };
   return impl_->decode_to(file, info, options_, frames, slot, deliver, report);
@@ -1025,8 +1243,20 @@ Status VideoDecoder::decode_only(const RandomAccessFile& file, const VideoInfo& 
   rep = {};
   if (wanted.empty()) return Status::ok();
   QuietLog quiet;
-  ClipDecode clip(file, info, options_, impl_->packet, impl_->frame, rep);
+  if (!options_.device.is_cpu()) HDL_RETURN_IF_ERROR(device_supports(info));
+  HDL_ASSIGN_OR_RETURN(AVBufferRef* const hw, impl_->hardware(options_));
+  ClipDecode clip(file, info, options_, impl_->packet, impl_->frame, rep, hw);
   return clip.run(wanted, [](size_t, const AVFrame*) { return Status::ok(); });
+}
+
+Status VideoDecoder::device_supports(const VideoInfo& info) const {
+  if (options_.device.is_cpu()) return Status::ok();
+  // info.codec is the codec descriptor's name (probe() took it from avcodec_get_name).
+  const AVCodecDescriptor* descriptor = avcodec_descriptor_get_by_name(info.codec.c_str());
+  const AVCodec* codec = descriptor ? avcodec_find_decoder(descriptor->id) : nullptr;
+  if (!codec || !has_cuda_hwaccel(codec))
+    return Status::unsupported("NVDEC: this FFmpeg build has no cuda hwaccel for " + info.codec);
+  return cuda_device_status(options_.device.index);
 }
 
 }  // namespace hdl

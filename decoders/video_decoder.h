@@ -33,6 +33,7 @@
 
 #include "decoders/decoder.h"
 #include "media/api.h"
+#include "media/device.h"
 #include "media/status.h"
 #include "media/tensor.h"
 
@@ -85,6 +86,19 @@ struct VideoDecoderOptions {
   bool apply_rotation = true;
   /// Refuse videos whose frames have more pixels than this (width * height) before decoding.
   int64_t max_frame_pixels = int64_t(1) << 26;
+  /// cpu: libavcodec on this thread, libswscale conversion (the ffmpeg CLI's pixels). cuda:N:
+  /// the GPU's hardware video decoder (NVDEC) through FFmpeg's cuda hwaccel, frames converted
+  /// to RGB by a CUDA kernel on `cuda_stream` (pipeline/kernels/yuv.h: close to the CPU's
+  /// pixels, not equal); decode() then hands the sink device views and decode_into() writes
+  /// a device view. What NVDEC cannot take (its codec and format limits, probed through
+  /// FFmpeg when the stream is opened) fails with kUnsupported "NVDEC ...", and the caller
+  /// decodes it on the CPU. One decoder per thread, as on the CPU: each is its own NVDEC
+  /// session, so several threads use several of the GPU's decoder engines.
+  Device device = Device::cpu();
+  /// With a cuda device: the cudaStream_t on which decoded frames are copied out of NVDEC's
+  /// surfaces and converted (not owned; it must outlive the decoder). The views the sink gets
+  /// are valid for work queued on this stream during the call (later frames reuse them).
+  void* cuda_stream = nullptr;
 };
 
 /// Counters of one decode() call, for operator statistics.
@@ -93,6 +107,7 @@ struct VideoDecodeReport {
   int64_t seeks = 0;           ///< seeks made (the first counts)
   int64_t packets = 0;         ///< packets sent to the decoder
   int64_t retries = 0;         ///< clips decoded again without skipping unwanted frames
+  bool on_device = false;      ///< decoded by NVDEC (VideoDecoderOptions::device cuda)
 };
 
 class VideoDecoder {
@@ -132,6 +147,13 @@ class VideoDecoder {
   /// number of frames decoded is in the report. Same errors as decode().
   Status decode_only(const RandomAccessFile& file, const VideoInfo& info, std::span<const int64_t> frames,
                      VideoDecodeReport* report = nullptr);
+
+  /// With a cuda device: whether this FFmpeg build has an NVDEC path for `info`'s codec and the
+  /// device can be opened through FFmpeg (cached per process); kUnsupported naming what is
+  /// missing otherwise. NVDEC's own limits (profile, chroma format, bit depth, size) are only
+  /// known when a decode opens the stream: decode() then fails with kUnsupported "NVDEC ...".
+  /// Always ok for the cpu device.
+  Status device_supports(const VideoInfo& info) const;
 
  private:
   struct Impl;
