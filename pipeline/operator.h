@@ -77,6 +77,9 @@ class SampleIO {
   /// Where files are read from (PipelineOptions::file_system, or the real file system); readers
   /// open every sample's file through it. Shared by all threads (see pipeline/file_system.h).
   virtual FileSystem& file_system() = 0;
+  /// The device of the pipeline's device stage (cuda:N), or cpu for a pipeline without one: where
+  /// a mixed-stage operator's host half may put device work of its own.
+  virtual Device device() const { return Device::cpu(); }
 
   /// The per-sample scalar bound to `name` (first element, as double), or `fallback`.
   double scalar_arg(std::string_view name, double fallback) const;
@@ -113,6 +116,9 @@ class BatchIO {
   virtual kernels::cuda::DeviceWorkspace& workspace() = 0;
   /// The pipeline's worker threads (the cpu stage's), e.g. to weigh CPU work against the device's.
   virtual int cpu_threads() const = 0;
+  /// Keeps `t` (memory this batch's queued device work reads, e.g. a staging block the
+  /// operator's host half filled) alive until the batch's ready event has passed.
+  virtual void hold_until_ready(Tensor t) = 0;
 };
 
 class Operator {

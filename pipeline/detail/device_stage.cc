@@ -52,6 +52,7 @@ class SampleArgs final : public SampleIO {
   }
   OpState* state() override { return nullptr; }
   FileSystem& file_system() override { return *core_.file_system; }
+  Device device() const override { return core_.device_stage ? core_.device_stage->device() : Device::cpu(); }
 
  private:
   const ExecutorCore& core_;
@@ -68,8 +69,8 @@ class SampleArgs final : public SampleIO {
 class BatchRun final : public BatchIO {
  public:
   BatchRun(ExecutorCore& core, Job& job, DeviceStage& stage, cuda::Stream& stream,
-           kernels::cuda::DeviceWorkspace& workspace)
-      : core_(core), job_(job), stage_(stage), stream_(stream), workspace_(workspace), args_(core, job) {}
+           kernels::cuda::DeviceWorkspace& workspace, std::vector<Tensor>& held)
+      : core_(core), job_(job), stage_(stage), stream_(stream), workspace_(workspace), held_(held), args_(core, job) {}
 
   Status begin(int node_index) {
     node_index_ = node_index;
@@ -119,6 +120,7 @@ class BatchRun final : public BatchIO {
   cuda::Stream& stream() override { return stream_; }
   kernels::cuda::DeviceWorkspace& workspace() override { return workspace_; }
   int cpu_threads() const override { return core_.threads; }
+  void hold_until_ready(Tensor t) override { held_.push_back(std::move(t)); }
 
   Result<TensorView> output(int i, int64_t s, const Shape& shape, DType dtype, Layout layout) override {
     if (i < 0 || i >= static_cast<int>(node_->outputs.size()) || s < 0 || s >= job_.length)
@@ -178,6 +180,7 @@ class BatchRun final : public BatchIO {
   DeviceStage& stage_;
   cuda::Stream& stream_;
   kernels::cuda::DeviceWorkspace& workspace_;
+  std::vector<Tensor>& held_;  // freed once the batch's ready event has passed
   SampleArgs args_;
   int node_index_ = 0;
   const GraphNode* node_ = nullptr;
@@ -334,7 +337,7 @@ Status DeviceStage::run_locked(Job& job) {
     for (int v : node.inputs) keep(v);
     for (int v : node.outputs) keep(v);
   }
-  BatchRun io(core_, job, *this, stream_, workspace_);
+  BatchRun io(core_, job, *this, stream_, workspace_, pending.pinned);
   for (int n : nodes_) {
     const GraphNode& node = core_.graph.nodes()[n];
     const auto t0 = Clock::now();

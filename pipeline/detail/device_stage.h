@@ -67,7 +67,7 @@ class DeviceStage {
  private:
   struct Pending {
     std::shared_ptr<const cuda::DeviceSync> sync;
-    std::vector<Tensor> pinned;  // upload sources, freed once `sync` is ready
+    std::vector<Tensor> pinned;  // upload sources and what operators hold (BatchIO::hold_until_ready), freed once `sync` is ready
   };
   Status run_locked(Job& job);
   Status upload(Job& job, Pending& pending);

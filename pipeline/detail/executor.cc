@@ -110,6 +110,7 @@ class SampleRun final : public SampleIO {
     return ws_.states[node_index_].get();
   }
   FileSystem& file_system() override { return *core_.file_system; }
+  Device device() const override { return core_.device_stage ? core_.device_stage->device() : Device::cpu(); }
 
   Result<TensorView> output(int i, const Shape& shape, DType dtype, Layout layout) override {
     const int value = node_->outputs[i];
