@@ -1249,6 +1249,12 @@ Status VideoDecoder::decode_only(const RandomAccessFile& file, const VideoInfo& 
   return clip.run(wanted, [](size_t, const AVFrame*) { return Status::ok(); });
 }
 
+Status video_hardware_status(int index) {
+  const AVCodec* h264 = avcodec_find_decoder(AV_CODEC_ID_H264);
+  if (!h264 || !has_cuda_hwaccel(h264)) return Status::unsupported("NVDEC: this FFmpeg build has no cuda hwaccel");
+  return cuda_device_status(index);
+}
+
 Status VideoDecoder::device_supports(const VideoInfo& info) const {
   if (options_.device.is_cpu()) return Status::ok();
   // info.codec is the codec descriptor's name (probe() took it from avcodec_get_name).

@@ -161,6 +161,11 @@ class VideoDecoder {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Whether clips can be decoded on CUDA device `index`'s hardware video decoders (NVDEC) here:
+/// this FFmpeg build has the cuda hwaccel for H.264 and opens the device (libcuda present, the
+/// device usable). Cached per process and device. kUnsupported naming what is missing.
+Status video_hardware_status(int index = 0);
+
 /// A RandomAccessFile over bytes in memory (not owned: they must outlive the object), for
 /// videos that are already in memory (e.g. the output of file_reader).
 std::unique_ptr<RandomAccessFile> memory_file(std::span<const uint8_t> bytes);

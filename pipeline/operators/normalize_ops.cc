@@ -97,6 +97,7 @@ class CropMirrorNormalizeOp final : public Operator {
 
   Status run_batch(BatchIO& io) const override {
     const int64_t n = io.size();
+    if (n > 0 && io.input(0, 0).ndim() == 4) return run_clips(io);
     srcs_.clear(), windows_.clear();
     for (int64_t s = 0; s < n; ++s) {
       const ConstTensorView& in = io.input(0, s);
@@ -128,6 +129,39 @@ class CropMirrorNormalizeOp final : public Operator {
   }
 
  private:
+  // Clips ([T, H, W, C] uint8) on the gpu stage: one launch per clip, its frames as the
+  // kernel's samples (one window and mirror for all), written through a view of the clip's
+  // output whose first dimension walks the frames: [T, C, h, w] for CFHW ([C, T, h, w] in
+  // memory) and FCHW, [T, h, w, C] for FHWC.
+  Status run_clips(BatchIO& io) const {
+    const kernels::cuda::CmnBatchOptions o{options_.fill, options_.layout, options_.norm};
+    for (int64_t s = 0; s < io.size(); ++s) {
+      const ConstTensorView& in = io.input(0, s);
+      SampleIO& a = io.sample_io(s);
+      HDL_ASSIGN_OR_RETURN(double px, ops::float_arg(a, "crop_pos_x", pos_x_, 0, 1));
+      HDL_ASSIGN_OR_RETURN(double py, ops::float_arg(a, "crop_pos_y", pos_y_, 0, 1));
+      const int64_t t = in.shape[0], h = in.shape[1], w = in.shape[2];
+      const SizeHW size = crop_ ? *crop_ : SizeHW{h, w};
+      const kernels::cuda::CmnWindow window{crop_offset(h, size.h, py), crop_offset(w, size.w, px),
+                                            ops::flag_arg(a, "mirror", mirror_)};
+      const TensorSpec sp = clip_spec({in.dtype, in.shape, in.layout});
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, sp.shape, sp.dtype, sp.layout));
+      TensorView frames = out;
+      if (clip_channels_first_) {  // [C, T, h, w] seen as [T, C, h, w]
+        frames.shape = Shape{t, sp.shape[0], size.h, size.w};
+        frames.strides = Shape{out.strides[1], out.strides[0], out.strides[2], out.strides[3]};
+      }
+      frames.layout = options_.layout;
+      srcs_.clear(), windows_.clear();
+      for (int64_t f = 0; f < t; ++f) {
+        srcs_.push_back(in.select(0, f, Layout::kHWC));
+        windows_.push_back(window);
+      }
+      HDL_RETURN_IF_ERROR(kernels::cuda::crop_mirror_normalize(srcs_, windows_, frames, o, io.workspace(), io.stream()));
+    }
+    return Status::ok();
+  }
+
   TensorSpec spec(int64_t h, int64_t w, int64_t c) const {
     if (options_.layout == Layout::kCHW) return TensorSpec{dtype_, Shape{c, h, w}, Layout::kCHW};
     return TensorSpec{dtype_, Shape{h, w, c}, Layout::kHWC};
@@ -135,7 +169,8 @@ class CropMirrorNormalizeOp final : public Operator {
 
   // A clip's output: [T, C, h, w] (CHW), [T, h, w, C] (HWC) or [C, T, h, w] (CFHW).
   TensorSpec clip_spec(const TensorSpec& in) const {
-    if (device_) throw ConfigError("clips ([T, H, W, C] input) run on the cpu stage");
+    if (device_ && in.dtype != DType::kU8)
+      throw ConfigError("on the gpu stage clips must be uint8 (float32 input runs on the cpu stage)");
     if (in.layout != Layout::kFHWC || (in.dtype != DType::kU8 && in.dtype != DType::kF32))
       throw ConfigError("input must be HWC images or FHWC clips, uint8 or float32, got " +
                         std::string(dtype_name(in.dtype)) + " " + layout_name(in.layout) + " " + in.shape.to_string());

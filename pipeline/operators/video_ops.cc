@@ -11,11 +11,19 @@
 #include <cstring>
 #include <mutex>
 
+#include <map>
+#include <optional>
+
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include "decoders/video_decoder.h"
+#include "media/cuda/allocator.h"
+#include "media/cuda/stream.h"
 #include "pipeline/errors.h"
+#include "pipeline/kernels/cuda/geometry.h"
+#include "pipeline/kernels/cuda/resize.h"
+#include "pipeline/kernels/cuda/workspace.h"
 #include "pipeline/file_system.h"
 #include "pipeline/operator.h"
 #include "pipeline/operators/decode_geometry.h"
@@ -29,10 +37,28 @@
 namespace hdl {
 namespace {
 
+// One clip's geometry, drawn once per sample (the window, then the filter, from the sample's
+// random stream): the CPU decode and the device decode of a mixed reader use the same one.
+struct ClipPlan {
+  CropWindow window;
+  FusedDecodeArgs args;  // this sample's (its filter drawn)
+  DecodePlan plan;
+};
+
+// A mixed reader's per-thread device decoding: its own stream (so that each worker thread
+// drives its own NVDEC session and kernels), decoder and kernel scratch.
+struct DeviceDecode {
+  cuda::Stream stream;
+  std::unique_ptr<VideoDecoder> decoder;
+  std::unique_ptr<kernels::cuda::DeviceWorkspace> workspace;
+  StoragePtr scratch;  // a window resized whole before its crop is kept (resize + center crop)
+};
+
 struct VideoState final : OpState {
   explicit VideoState(const VideoDecoderOptions& o) : decoder(o) {}
   VideoDecoder decoder;
   kernels::ResizeWorkspace resize;
+  std::unique_ptr<DeviceDecode> device;  // mixed reader, made on first use
 };
 
 // Counters shared by the worker threads.
@@ -92,8 +118,36 @@ class ClipDecode {
     return {DType::kU8, Shape{t, -1, -1, c}, Layout::kFHWC};
   }
 
+  bool count_only() const { return count_only_; }
+  const FusedDecodeArgs& fused() const { return fused_; }
+
+  /// The clip's geometry, drawn from the sample's random stream; nullopt when nothing is fused
+  /// (whole frames, or frame counts).
+  Result<std::optional<ClipPlan>> plan(SampleIO& io, VideoState& st, const VideoInfo& info) const {
+    if (count_only_ || !fused_on_) return std::optional<ClipPlan>();
+    const SizeHW image = frame_size(info);
+    ClipPlan p;
+    p.window = CropWindow{0, 0, image.h, image.w};
+    if (random_crop_) {
+      StreamDraws draws(io.rng());
+      p.window = random_resized_crop_window(image, rrc_, draws);
+    }
+    FusedDecodeArgs scratch;
+    p.args = sample_fused_args(fused_, io.rng(), scratch);
+    HDL_ASSIGN_OR_RETURN(p.plan, plan_decode(image, p.window, p.args, 1, st.resize));
+    return std::optional<ClipPlan>(std::move(p));
+  }
+
+  /// Draws the clip's geometry and decodes it on the CPU into output `output`.
   Status run(SampleIO& io, VideoState& st, const RandomAccessFile& file, const VideoInfo& info,
              const std::vector<int64_t>& frames, int output, VideoCounters& counters) const {
+    HDL_ASSIGN_OR_RETURN(const std::optional<ClipPlan> p, plan(io, st, info));
+    return decode_cpu(io, st, file, info, frames, p ? &*p : nullptr, output, counters);
+  }
+
+  /// Decodes the clip on the CPU with geometry `p` (from plan(): nullptr when nothing is fused).
+  Status decode_cpu(SampleIO& io, VideoState& st, const RandomAccessFile& file, const VideoInfo& info,
+                    const std::vector<int64_t>& frames, const ClipPlan* p, int output, VideoCounters& counters) const {
     VideoDecodeReport report;
     if (count_only_) {
       HDL_RETURN_IF_ERROR(st.decoder.decode_only(file, info, frames, &report));
@@ -103,22 +157,14 @@ class ClipDecode {
       return Status::ok();
     }
     const int64_t t = static_cast<int64_t>(frames.size()), c = color_channels(options_.color);
-    const SizeHW image{options_.apply_rotation ? info.display_height() : info.height,
-                       options_.apply_rotation ? info.display_width() : info.width};
-    if (!fused_on_) {
+    if (!p) {
+      const SizeHW image = frame_size(info);
       HDL_ASSIGN_OR_RETURN(TensorView out, io.output(output, Shape{t, image.h, image.w, c}, DType::kU8, Layout::kFHWC));
       HDL_RETURN_IF_ERROR(st.decoder.decode_into(file, info, frames, out, &report));
       counters.add(report);
       return Status::ok();
     }
-    CropWindow window{0, 0, image.h, image.w};
-    if (random_crop_) {
-      StreamDraws draws(io.rng());
-      window = random_resized_crop_window(image, rrc_, draws);
-    }
-    FusedDecodeArgs scratch;
-    const FusedDecodeArgs& args = sample_fused_args(fused_, io.rng(), scratch);
-    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_decode(image, window, args, 1, st.resize));
+    const DecodePlan& plan = p->plan;
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(output, Shape{t, plan.out_size.h, plan.out_size.w, c},
                                                    DType::kU8, Layout::kFHWC));
     const bool padded = !(plan.dst_size == plan.out_size);
@@ -134,14 +180,64 @@ class ClipDecode {
         return Status::ok();
       }
       return kernels::resize_window(region, plan.src_origin, plan.full_in, target, plan.dst_origin, plan.full_out,
-                                    args.options, st.resize);
+                                    p->args.options, st.resize);
     };
     HDL_RETURN_IF_ERROR(st.decoder.decode(file, info, frames, sink, &report));
     counters.add(report);
     return Status::ok();
   }
 
+  /// Decodes the clip's pixels on the device (dev's NVDEC session and stream) into a tensor from
+  /// `pool` ([T, H, W, C] on the device, written by work queued on dev.stream), with geometry
+  /// `p` as decode_cpu: the window resized whole on the device, then its kept part (the crop,
+  /// zero padding) copied into place, which is what the CPU's windowed resize computes. Not
+  /// for count_only.
+  Result<Tensor> decode_device(DeviceDecode& dev, const RandomAccessFile& file, const VideoInfo& info,
+                               const std::vector<int64_t>& frames, const ClipPlan* p, BufferPool& pool,
+                               VideoCounters& counters) const {
+    VideoDecodeReport report;
+    const int64_t t = static_cast<int64_t>(frames.size()), c = color_channels(options_.color);
+    const SizeHW image = frame_size(info);
+    const SizeHW out_size = p ? p->plan.out_size : image;
+    Tensor pixels = Tensor::empty(Shape{t, out_size.h, out_size.w, c}, DType::kU8, Layout::kFHWC, pool);
+    if (!p) {
+      HDL_RETURN_IF_ERROR(dev.decoder->decode_into(file, info, frames, pixels.view(), &report));
+      counters.add(report);
+      return pixels;
+    }
+    const DecodePlan& plan = p->plan;
+    // Where the output's top-left pixel falls in the (resized) window: outside it is zero.
+    const int64_t top = plan.dst_origin.y - plan.dst_in_output.y, left = plan.dst_origin.x - plan.dst_in_output.x;
+    const TensorView whole = pixels.view();
+    auto sink = [&](int64_t k, const ConstTensorView& frame) -> Status {
+      const TensorView slot = whole.select(0, k, Layout::kHWC);
+      if (!plan.resample)
+        return kernels::cuda::crop(frame, plan.roi.y - plan.dst_in_output.y, plan.roi.x - plan.dst_in_output.x, slot,
+                                   dev.stream);
+      const ConstTensorView window = frame.crop_hw(p->window.top, p->window.left, p->window.height, p->window.width);
+      if (top == 0 && left == 0 && plan.full_out == plan.out_size)
+        return kernels::cuda::resize(window, slot, p->args.options, *dev.workspace, dev.stream);
+      const size_t bytes = static_cast<size_t>(plan.full_out.h * plan.full_out.w * c);
+      if (!dev.scratch || dev.scratch->capacity() < bytes) {
+        HDL_RETURN_IF_ERROR(dev.stream.synchronize());  // the old block may still be read
+        dev.scratch = Storage::allocate(cuda::device_allocator(dev.stream.device().index), bytes);
+      }
+      const TensorView resized(dev.scratch->data(), Shape{plan.full_out.h, plan.full_out.w, c}, DType::kU8, Layout::kHWC,
+                               dev.stream.device());
+      HDL_RETURN_IF_ERROR(kernels::cuda::resize(window, resized, p->args.options, *dev.workspace, dev.stream));
+      return kernels::cuda::crop(resized, top, left, slot, dev.stream);
+    };
+    HDL_RETURN_IF_ERROR(dev.decoder->decode(file, info, frames, sink, &report));
+    counters.add(report);
+    return pixels;
+  }
+
  private:
+  SizeHW frame_size(const VideoInfo& info) const {
+    return {options_.apply_rotation ? info.display_height() : info.height,
+            options_.apply_rotation ? info.display_width() : info.width};
+  }
+
   VideoDecoderOptions options_;
   RandomResizedCropParams rrc_;
   FusedDecodeArgs fused_;
@@ -192,7 +288,7 @@ std::vector<ArgSchema> decode_args() {
   return a;
 }
 
-class VideoReader final : public SourceOperator {
+class VideoReader : public SourceOperator {
  public:
   explicit VideoReader(const NodeSpec& n)
       : dataset_(ops::parse_dataset(n, "video")), sharding_(ops::parse_sharding(n)),
@@ -242,25 +338,9 @@ class VideoReader final : public SourceOperator {
   }
 
   Status run(SampleIO& io) const override {
-    const int64_t sample = io.sample().dataset_index;
-    const int64_t v = file_index(sample);
-    const int64_t k = sampling_.sampler == ClipSampler::kContiguous ? sample - clip_offsets_[v]
-                                                                     : sample % sampling_.clips_per_video;
-    auto& st = *static_cast<VideoState*>(io.state());
-    HDL_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, io.file_system().open(dataset_->path(v)));
-    std::shared_ptr<const VideoInfo> info = infos_->find(v);
-    if (!info) {
-      HDL_ASSIGN_OR_RETURN(info, probe(v, *file, st.decoder));
-    }
-    HDL_ASSIGN_OR_RETURN(std::vector<int64_t> frames, clip_frames(sampling_, *info, k, io.rng()));
-    HDL_RETURN_IF_ERROR(decode_.run(io, st, *file, *info, frames, 0, counters_));
-    HDL_ASSIGN_OR_RETURN(TensorView label, io.output(1, Shape{}, DType::kI64, Layout::kNone));
-    *label.typed<int64_t>() = dataset_->label(v);
-    HDL_ASSIGN_OR_RETURN(TensorView idx, io.output(2, Shape{static_cast<int64_t>(frames.size())}, DType::kI64, Layout::kNone));
-    std::copy(frames.begin(), frames.end(), idx.typed<int64_t>());
-    HDL_ASSIGN_OR_RETURN(TensorView video, io.output(3, Shape{}, DType::kI64, Layout::kNone));
-    *video.typed<int64_t>() = v;
-    return Status::ok();
+    HDL_ASSIGN_OR_RETURN(const Clip clip, pick(io));
+    HDL_RETURN_IF_ERROR(decode_.run(io, *static_cast<VideoState*>(io.state()), *clip.file, *clip.info, clip.frames, 0, counters_));
+    return write_clip_outputs(io, clip);
   }
 
   std::unique_ptr<OpState> make_state() const override {
@@ -269,6 +349,45 @@ class VideoReader final : public SourceOperator {
   std::vector<std::pair<std::string, int64_t>> counters() const override { return counters_.list(); }
   const Dataset& dataset() const override { return *dataset_; }
   const Sharding& sharding() const override { return sharding_; }
+
+ protected:
+  // A sample's clip: its video, open file, metadata and frames (the start drawn from the
+  // sample's random stream).
+  struct Clip {
+    int64_t video = 0;
+    std::unique_ptr<RandomAccessFile> file;
+    std::shared_ptr<const VideoInfo> info;
+    std::vector<int64_t> frames;
+  };
+
+  Result<Clip> pick(SampleIO& io) const {
+    const int64_t sample = io.sample().dataset_index;
+    Clip c;
+    c.video = file_index(sample);
+    const int64_t k = sampling_.sampler == ClipSampler::kContiguous ? sample - clip_offsets_[c.video]
+                                                                     : sample % sampling_.clips_per_video;
+    HDL_ASSIGN_OR_RETURN(c.file, io.file_system().open(dataset_->path(c.video)));
+    c.info = infos_->find(c.video);
+    if (!c.info) {
+      HDL_ASSIGN_OR_RETURN(c.info, probe(c.video, *c.file, static_cast<VideoState*>(io.state())->decoder));
+    }
+    HDL_ASSIGN_OR_RETURN(c.frames, clip_frames(sampling_, *c.info, k, io.rng()));
+    return c;
+  }
+
+  // Outputs 1..3: label, frame indices, video index.
+  Status write_clip_outputs(SampleIO& io, const Clip& clip) const {
+    HDL_ASSIGN_OR_RETURN(TensorView label, io.output(1, Shape{}, DType::kI64, Layout::kNone));
+    *label.typed<int64_t>() = dataset_->label(clip.video);
+    HDL_ASSIGN_OR_RETURN(TensorView idx, io.output(2, Shape{static_cast<int64_t>(clip.frames.size())}, DType::kI64, Layout::kNone));
+    std::copy(clip.frames.begin(), clip.frames.end(), idx.typed<int64_t>());
+    HDL_ASSIGN_OR_RETURN(TensorView video, io.output(3, Shape{}, DType::kI64, Layout::kNone));
+    *video.typed<int64_t>() = clip.video;
+    return Status::ok();
+  }
+
+  const ClipDecode& clip_decode() const { return decode_; }
+  VideoCounters& video_counters() const { return counters_; }
 
  private:
   // Reads video v's metadata and keeps it for the pipeline's life.
@@ -287,6 +406,195 @@ class VideoReader final : public SourceOperator {
   std::vector<int64_t> clip_offsets_;  // contiguous: first sample of each video, and the total
   std::unique_ptr<InfoCache> infos_;
   mutable VideoCounters counters_;
+};
+
+// Clips a mixed reader's host half decoded on the device, waiting for their batch's device
+// half: by (epoch, position), the slot a sample fills (a replacement under on_error="skip"
+// fills the same slot and replaces the entry).
+class DeviceClips {
+ public:
+  struct Entry {
+    Tensor pixels;      // [T, H, W, C] on the device, from the reader's pool
+    cuda::Event ready;  // recorded on the host half's stream after the work writing `pixels`
+  };
+
+  void put(const SampleInfo& s, Entry e) {
+    std::lock_guard lock(mu_);
+    clips_[{s.epoch, s.position}] = std::move(e);
+  }
+  std::optional<Entry> take(const SampleInfo& s) {
+    std::lock_guard lock(mu_);
+    auto it = clips_.find({s.epoch, s.position});
+    if (it == clips_.end()) return std::nullopt;
+    Entry e = std::move(it->second);
+    clips_.erase(it);
+    return e;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<int64_t, int64_t>, Entry> clips_;
+};
+
+// video_reader(device="mixed") (docs/VIDEO.md, "NVDEC"): clips decoded by the GPU's hardware
+// video decoders where they can take the video, by CPU threads where not, into device batches.
+//
+// Host half (run, per clip on the cpu stage, a TBB task like every cpu operator): pick the clip
+// and draw its geometry as the cpu reader does (same random stream, so the same clips, frames
+// and windows for a seed), then decode it with this thread's NVDEC session (FFmpeg's cuda
+// hwaccel, one session per worker thread: several threads keep several of the GPU's decoder
+// engines busy) on this thread's stream; the YUV -> RGB kernel and the window's resize and crop
+// write the clip into a device block, and an event recorded after them goes with it to the
+// device half. The frames output stages an empty clip ([0, 0, 0, C]). A video NVDEC cannot take
+// (codec, profile, chroma format, bit depth, size: FFmpeg's hwaccel refuses it) is remembered
+// and decoded on the CPU from then on; a clip that fails on the device for another reason is
+// decoded again on the CPU; the CPU's result, or its error under the pipeline's error policy,
+// is what counts. CPU-decoded clips are staged in pinned memory, as a mixed image decoder's.
+// Device half (run_batch, per batch in the device stage): the pipeline's stream waits for each
+// device clip's event and copies it into the batch; staged CPU clips and the other outputs are
+// uploaded. The blocks go back to the reader's pool after the batch's ready event.
+class MixedVideoReader final : public VideoReader {
+ public:
+  explicit MixedVideoReader(const NodeSpec& n)
+      : VideoReader(n), refused_(std::make_unique<std::atomic<uint8_t>[]>(static_cast<size_t>(dataset().size()))) {
+    if (clip_decode().fused().options.pillow)
+      throw ConfigError("on the mixed stage video_reader resizes with the gpu kernels: pillow resampling runs on the "
+                        "cpu stage (device \"cpu\")");
+  }
+
+  Status run(SampleIO& io) const override {
+    HDL_ASSIGN_OR_RETURN(const Clip clip, pick(io));
+    auto& st = *static_cast<VideoState*>(io.state());
+    const ClipDecode& decode = clip_decode();
+    HDL_ASSIGN_OR_RETURN(const std::optional<ClipPlan> plan, decode.plan(io, st, *clip.info));
+    const ClipPlan* p = plan ? &*plan : nullptr;
+    if (!refused_[clip.video].load(std::memory_order_relaxed)) {
+      Status s = decode_on_device(io, st, clip, p);
+      if (s.is_ok()) {
+        device_clips_.fetch_add(1, std::memory_order_relaxed);
+        return write_clip_outputs(io, clip);
+      }
+      if (s.code() == StatusCode::kUnsupported) {
+        if (!refused_[clip.video].exchange(1)) refused_videos_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        device_failures_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    HDL_RETURN_IF_ERROR(decode.decode_cpu(io, st, *clip.file, *clip.info, clip.frames, p, 0, video_counters()));
+    cpu_clips_.fetch_add(1, std::memory_order_relaxed);
+    return write_clip_outputs(io, clip);
+  }
+
+  Status run_batch(BatchIO& io) const override {
+    cuda::Stream& stream = io.stream();
+    const bool pixels = !clip_decode().count_only();
+    for (int64_t s = 0; s < io.size(); ++s) {
+      for (int i = 0; i < 4; ++i) {
+        const ConstTensorView& staged = io.staged(i, s);
+        if (i == 0 && pixels && staged.shape[0] == 0) {  // decoded on the device by the host half
+          const SampleInfo& info = io.sample_io(s).sample();
+          std::optional<DeviceClips::Entry> clip = clips_.take(info);
+          if (!clip)
+            return Status::internal("no device clip for sample " + std::to_string(info.dataset_index) + " at position " +
+                                    std::to_string(info.position) + " of epoch " + std::to_string(info.epoch));
+          HDL_RETURN_IF_ERROR(stream.wait(clip->ready));
+          HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, clip->pixels.shape(), DType::kU8, Layout::kFHWC));
+          HDL_RETURN_IF_ERROR(copy(clip->pixels.view(), out, stream));
+          io.hold_until_ready(std::move(clip->pixels));
+          continue;
+        }
+        HDL_ASSIGN_OR_RETURN(TensorView out, io.output(i, s, staged.shape, staged.dtype, staged.layout));
+        HDL_RETURN_IF_ERROR(copy(staged, out, stream));
+      }
+    }
+    return Status::ok();
+  }
+
+  std::vector<std::pair<std::string, int64_t>> counters() const override {
+    std::vector<std::pair<std::string, int64_t>> c = VideoReader::counters();
+    c.insert(c.end(), {{"video_device_clips", device_clips_.load()},
+                       {"video_cpu_clips", cpu_clips_.load()},
+                       {"video_device_refused_videos", refused_videos_.load()},
+                       {"video_device_failures", device_failures_.load()}});
+    return c;
+  }
+
+ private:
+  // Decodes the clip with this thread's NVDEC session; ok when it is in clips_ (or, for frame
+  // counts, in the staged output).
+  Status decode_on_device(SampleIO& io, VideoState& st, const Clip& clip, const ClipPlan* p) const {
+    HDL_ASSIGN_OR_RETURN(DeviceDecode* dev, device_decode(io, st));
+    HDL_RETURN_IF_ERROR(dev->decoder->device_supports(*clip.info));
+    if (clip_decode().count_only()) {
+      VideoDecodeReport report;
+      HDL_RETURN_IF_ERROR(dev->decoder->decode_only(*clip.file, *clip.info, clip.frames, &report));
+      HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{}, DType::kI64, Layout::kNone));
+      *out.typed<int64_t>() = static_cast<int64_t>(clip.frames.size());
+      video_counters().add(report);
+      return Status::ok();
+    }
+    Result<Tensor> pixels = clip_decode().decode_device(*dev, *clip.file, *clip.info, clip.frames, p,
+                                                        pool(io.device()), video_counters());
+    Result<cuda::Event> ready = pixels.is_ok() ? cuda::Event::create(io.device()) : Result<cuda::Event>(pixels.status());
+    if (ready.is_ok()) {
+      if (Status s = ready->record(dev->stream); !s.is_ok()) ready = s;
+    }
+    if (!ready.is_ok()) {
+      // Work queued for this clip may still write its block: let it finish before the block
+      // goes back to the pool (or the CPU decodes the clip instead).
+      (void)dev->stream.synchronize();
+      return ready.status();
+    }
+    clips_.put(io.sample(), {std::move(pixels).value(), std::move(ready).value()});
+    const int64_t c = color_channels(clip_decode().decoder_options().color);
+    HDL_ASSIGN_OR_RETURN(TensorView none, io.output(0, Shape{0, 0, 0, c}, DType::kU8, Layout::kFHWC));
+    (void)none;
+    return Status::ok();
+  }
+
+  // This thread's device decoding, made on first use.
+  static Result<DeviceDecode*> device_decode(SampleIO& io, VideoState& st, const VideoDecoderOptions& options) {
+    if (!st.device) {
+      const Device device = io.device();
+      if (device.is_cpu()) return Status::unsupported("NVDEC: the pipeline has no device stage");
+      auto dev = std::make_unique<DeviceDecode>();
+      HDL_ASSIGN_OR_RETURN(dev->stream, cuda::Stream::create(device));
+      VideoDecoderOptions o = options;
+      o.device = device;
+      o.cuda_stream = dev->stream.handle();
+      o.threads = 1;
+      dev->decoder = std::make_unique<VideoDecoder>(o);
+      dev->workspace = std::make_unique<kernels::cuda::DeviceWorkspace>(device);
+      st.device = std::move(dev);
+    }
+    return st.device.get();
+  }
+  Result<DeviceDecode*> device_decode(SampleIO& io, VideoState& st) const {
+    return device_decode(io, st, clip_decode().decoder_options());
+  }
+
+  // The pool of device clip blocks (made on first use, on the pipeline's device).
+  BufferPool& pool(Device device) const {
+    std::call_once(pool_once_, [&] { pool_ = std::make_unique<BufferPool>(cuda::device_allocator(device.index)); });
+    return *pool_;
+  }
+
+  // Host -> device (a staged value) or device -> device (a device clip), in the stage's stream
+  // order; one event, re-recorded (cuda::copy_async wants one; the stage's stream orders them).
+  Status copy(const ConstTensorView& from, const TensorView& to, cuda::Stream& stream) const {
+    if (!copied_) {
+      HDL_ASSIGN_OR_RETURN(cuda::Event e, cuda::Event::create(stream.device()));
+      copied_ = std::move(e);
+    }
+    return cuda::copy_async(from, to, stream, *copied_);
+  }
+
+  std::unique_ptr<std::atomic<uint8_t>[]> refused_;  // per video: NVDEC cannot take it
+  mutable DeviceClips clips_;
+  mutable std::once_flag pool_once_;
+  mutable std::unique_ptr<BufferPool> pool_;
+  mutable std::optional<cuda::Event> copied_;  // device half only (serialised by the stage)
+  mutable std::atomic<int64_t> device_clips_{0}, cpu_clips_{0}, refused_videos_{0}, device_failures_{0};
 };
 
 class VideoDecoderOp final : public Operator {
@@ -363,7 +671,11 @@ OpSchema video_reader_schema() {
   for (ArgSchema& a : ops::sharding_args("clips")) s.args.push_back(std::move(a));
   for (ArgSchema& a : clip_args()) s.args.push_back(std::move(a));
   for (ArgSchema& a : decode_args()) s.args.push_back(std::move(a));
+  s.stages = {Stage::kCpu, Stage::kMixed};
   s.create = [](const NodeSpec& n) { return std::make_unique<VideoReader>(n); };
+  // device="mixed": NVDEC decodes the clips (CPU threads what it cannot take) into device
+  // batches; gpu-stage operators follow (crop_mirror_normalize, ...).
+  s.create_device = [](const NodeSpec& n) -> std::unique_ptr<Operator> { return std::make_unique<MixedVideoReader>(n); };
   return s;
 }
 

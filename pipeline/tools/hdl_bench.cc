@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "decoders/nvjpeg/nvjpeg_hardware.h"
+#include "decoders/video_decoder.h"
 #include "media/cuda/runtime.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/tools/bench_args.h"
@@ -104,14 +105,16 @@ int run(BenchArgs args) {
     if (Status st = cuda::require_device(Device::cuda(options.device_id)); !st.is_ok())
       throw ConfigError("--device " + args.device + ": " + st.message());
   }
-  // --decoder auto: the hardware JPEG engines where this GPU has them.
+  // --decoder auto: the hardware JPEG engines (video: NVDEC) where this GPU has them.
   if (args.device == "cpu") {
     if (args.decoder == "hardware") throw ConfigError("--decoder hardware needs --device cuda");
     args.decoder = "cpu";
   } else if (args.decoder != "cpu") {
-    const Status hw = NvjpegHardwareDecoder(options.device_id).status();
+    const bool video = args.pipeline == "video-decode" || args.pipeline == "video-train";
+    const Status hw = video ? video_hardware_status(options.device_id) : NvjpegHardwareDecoder(options.device_id).status();
     if (!hw.is_ok() && args.decoder == "hardware") throw ConfigError("--decoder hardware: " + hw.message());
-    if (!hw.is_ok()) std::fprintf(stderr, "hdl-bench: JPEGs are decoded by CPU threads (%s)\n", hw.message().c_str());
+    if (!hw.is_ok())
+      std::fprintf(stderr, "hdl-bench: %s are decoded by CPU threads (%s)\n", video ? "clips" : "JPEGs", hw.message().c_str());
     args.decoder = hw.is_ok() ? "hardware" : "cpu";
   }
   const PipelineSpec spec = bench_spec(args);
