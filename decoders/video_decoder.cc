@@ -37,6 +37,7 @@ extern "C" {
 #include <libavutil/hwcontext_cuda.h>
 }
 #include "media/cuda/allocator.h"
+#include "media/cuda/runtime.h"
 #include "media/cuda/stream.h"
 #include "pipeline/kernels/cuda/geometry.h"
 #include "pipeline/kernels/cuda/yuv.h"
@@ -536,20 +537,24 @@ AVPixelFormat pick_cuda_format(AVCodecContext* ctx, const AVPixelFormat* formats
   return AV_PIX_FMT_NONE;
 }
 
-// FFmpeg's CUDA device `index` on the primary context, with `stream` (a cudaStream_t) as the
-// stream of its copies. The caller owns the reference.
+// FFmpeg's CUDA device `index` on the CUDA runtime's context (the primary one, which this
+// library's kernels and torch use; FFmpeg's own "primary_ctx" option refuses it once the runtime
+// has activated it, its scheduling flags being other than FFmpeg wants), with `stream` (a
+// cudaStream_t) as the stream of its copies. The caller owns the reference.
 Result<AVBufferRef*> open_cuda_device(int index, void* stream) {
 #if HDL_HAVE_CUDA
-  AVDictionary* opts = nullptr;
-  av_dict_set(&opts, "primary_ctx", "1", 0);
-  AVBufferRef* ref = nullptr;
-  const int err = av_hwdevice_ctx_create(&ref, AV_HWDEVICE_TYPE_CUDA, std::to_string(index).c_str(), opts, 0);
-  av_dict_free(&opts);
-  if (err < 0)
-    return Status::unsupported("NVDEC: FFmpeg cannot open CUDA device " + std::to_string(index) + ": " +
-                               av_error_text(err));
+  HDL_ASSIGN_OR_RETURN(void* const context, cuda::runtime_context(Device::cuda(index)));
+  AVBufferRef* ref = av_hwdevice_ctx_alloc(AV_HWDEVICE_TYPE_CUDA);
+  if (!ref) return Status::resource_exhausted("out of memory");
   auto* device = reinterpret_cast<AVHWDeviceContext*>(ref->data);
-  static_cast<AVCUDADeviceContext*>(device->hwctx)->stream = static_cast<CUstream>(stream);
+  auto* cu = static_cast<AVCUDADeviceContext*>(device->hwctx);
+  cu->cuda_ctx = static_cast<CUcontext>(context);  // not FFmpeg's: it leaves it alone when done
+  cu->stream = static_cast<CUstream>(stream);
+  if (const int err = av_hwdevice_ctx_init(ref); err < 0) {
+    av_buffer_unref(&ref);
+    return Status::unsupported("NVDEC: FFmpeg cannot use CUDA device " + std::to_string(index) + ": " +
+                               av_error_text(err));
+  }
   return ref;
 #else
   (void)index, (void)stream;
@@ -999,7 +1004,12 @@ struct VideoDecoder::Impl {
                       (range == AVCOL_RANGE_UNSPECIFIED && full_range_format(av_get_pix_fmt(info.pixel_format.c_str())));
     const kernels::YuvMatrix matrix = kernels::yuv_matrix(enum_value(f->colorspace), full);
     cuda::Stream stream = cuda::Stream::borrow(options.cuda_stream, options.device);
-    return kernels::cuda::yuv_to_rgb(planes, matrix, rotation, options.color, out, stream);
+    HDL_RETURN_IF_ERROR(kernels::cuda::yuv_to_rgb(planes, matrix, rotation, options.color, out, stream));
+    // The frame's planes are NVDEC's mapped output surface, which FFmpeg unmaps when the frame is
+    // released (as soon as this frame is handled). Unmapping is not ordered on the stream
+    // (NVIDIA's decoder samples synchronise before it), so the kernel reading it finishes first;
+    // work the sink queues after this reads `out`, not the surface.
+    return stream.synchronize();
 #else
     (void)f, (void)info, (void)options, (void)rotation, (void)out;
     return Status::unsupported("NVDEC: not available: built without CUDA");

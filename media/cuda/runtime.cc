@@ -1,5 +1,7 @@
 #include "media/cuda/runtime.h"
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <mutex>
 
@@ -73,6 +75,29 @@ Status require_device(Device device) {
                  device.to_string().c_str(), message.c_str());
   });
   return Status::unsupported(message);
+}
+
+Result<void*> runtime_context(Device device) {
+  HDL_RETURN_IF_ERROR(require_device(device));
+#if HDL_HAVE_CUDA
+  // The driver library is in the process once the runtime has found a device; it is looked up,
+  // not linked, so that libhdl loads without it.
+  using GetCurrent = int (*)(void**);  // CUresult cuCtxGetCurrent(CUcontext*)
+  static const GetCurrent get_current = [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    return lib ? reinterpret_cast<GetCurrent>(dlsym(lib, "cuCtxGetCurrent")) : nullptr;
+  }();
+  if (!get_current) return Status::unsupported("libcuda.so.1's cuCtxGetCurrent was not found");
+  detail::DeviceGuard guard(device.index);
+  HDL_RETURN_IF_ERROR(guard.status());
+  HDL_RETURN_IF_ERROR(detail::to_status(cudaFree(nullptr), "cudaFree(nullptr)"));  // the primary context, current
+  void* context = nullptr;
+  if (const int err = get_current(&context); err != 0 || !context)
+    return Status::internal("cuCtxGetCurrent failed (CUresult " + std::to_string(err) + ")");
+  return context;
+#else
+  return Status::unsupported(unavailable_reason());
+#endif
 }
 
 std::string version_string() {

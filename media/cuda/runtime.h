@@ -41,6 +41,14 @@ const std::string& unavailable_reason();
 /// silently got the CPU path is told why. A cpu device is always ok.
 Status require_device(Device device);
 
+/// The CUDA context the runtime uses on `device` (its primary context, made current and
+/// initialised if it was not), as a CUcontext, for libraries that take one to share memory
+/// and streams with this library and torch (FFmpeg's CUDA device for NVDEC: FFmpeg's own
+/// "primary_ctx" option refuses a primary context the runtime has already activated with
+/// other scheduling flags). The pointer stays valid for the process. kUnsupported without a
+/// device, or when the driver library's cuCtxGetCurrent cannot be found.
+Result<void*> runtime_context(Device device);
+
 /// The version of the CUDA runtime linked in (e.g. 13000) and of the driver (0 if none), as
 /// "runtime 13.0, driver 12.4" or "built without CUDA". For logs and bug reports.
 std::string version_string();
