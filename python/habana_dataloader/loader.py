@@ -423,7 +423,20 @@ class HabanaDataLoader(DataLoader[T_co]):
         # Build now: a mistake the C++ graph finds surfaces here. With seed= this is the
         # loader's pipeline; otherwise its seed is drawn at the first epoch, as torch's.
         if self._device is not None and self._device.type == "cuda" and self._video is not None:
-            self.native_notes.append("the gpu stage does not take clips yet: batches are moved to CUDA with torch")
+            # Clips: the normalise on the gpu stage; decoded by NVDEC (the mixed stage, CPU
+            # threads taking what it cannot) unless decoder="cpu".
+            cuda = _C.cuda_status()
+            self._gpu_tail = bool(cuda["available"])
+            if not self._gpu_tail:
+                self.native_notes.append(f"the gpu stage is not used ({cuda['reason']}): batches are "
+                                         "moved to CUDA with torch")
+            elif self.decoder != "cpu":
+                hw = _C.video_hardware_status(self._device.index or 0)
+                self._hw_decode = bool(hw["available"])
+                if not self._hw_decode and self.decoder == "hardware":
+                    raise ValueError(f"HabanaDataLoader(decoder='hardware'): {hw['reason']}")
+                if not self._hw_decode:
+                    self.native_notes.append(f"clips are decoded by CPU threads ({hw['reason']})")
         elif self._device is not None and self._device.type == "cuda":
             cuda = _C.cuda_status()
             self._gpu_tail = bool(cuda["available"])
@@ -438,8 +451,7 @@ class HabanaDataLoader(DataLoader[T_co]):
                 if not self._hw_decode:
                     self.native_notes.append(f"JPEGs are decoded by CPU threads ({hw['reason']})")
         if self.decoder == "hardware" and not self._hw_decode:
-            raise ValueError("HabanaDataLoader(decoder='hardware') needs device='cuda' with the gpu stage "
-                             "(images, not video)")
+            raise ValueError("HabanaDataLoader(decoder='hardware') needs device='cuda' with the gpu stage")
         while True:
             try:
                 pipe = self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
@@ -448,7 +460,8 @@ class HabanaDataLoader(DataLoader[T_co]):
                 if self._hw_decode and self.decoder != "hardware":
                     # The mixed stage refused this chain: decode on the CPU threads instead.
                     self._hw_decode = False
-                    self.native_notes.append(f"JPEGs are decoded by CPU threads (the mixed stage: {e})")
+                    what = "clips" if self._video is not None else "JPEGs"
+                    self.native_notes.append(f"{what} are decoded by CPU threads (the mixed stage: {e})")
                     continue
                 if not self._gpu_tail:
                     raise
@@ -497,10 +510,13 @@ class HabanaDataLoader(DataLoader[T_co]):
                         device=str(self._device) if gpu else "cpu")
         with pipe:
             if self._video is not None:
+                reader_device = "mixed" if gpu and self._hw_decode else "cpu"
                 frames, labels, _, _ = fn.video_reader(files=self._sample_list, shuffle=False,
-                                                       last_batch=self._last_batch, **self._video.reader_args)
-                pipe.set_outputs(self._video.after(frames), labels)
-                self.gpu_ops = []
+                                                       last_batch=self._last_batch, device=reader_device,
+                                                       **self._video.reader_args)
+                out = self._video.after(frames, device="gpu" if gpu else "cpu")
+                pipe.set_outputs(out, labels)
+                self.gpu_ops = [n.op for n in collect([out]) if n.stage == "gpu"] if gpu else []
                 pipe.build()
                 self._pipelines_built += 1
                 return pipe

@@ -442,7 +442,7 @@ class ClipTrainTransform:
 
 class VideoPlan:
     """How HabanaDataLoader runs a VideoFolder: video_reader's arguments and the operators
-    after it (``after(frames) -> DataNode``)."""
+    after it (``after(frames, device) -> DataNode``; device "gpu" puts them on the gpu stage)."""
 
     def __init__(self, reader_args: Dict[str, Any], after: Callable[[Any], Any]):
         self.reader_args, self.after = reader_args, after
@@ -472,7 +472,7 @@ def video_plan(folder: VideoFolder) -> VideoPlan:
                             "clip_stride": folder.clip_stride, "frame_rate": folder.frame_rate or 0.0,
                             "output_type": "rgb"}
     t = folder.transform
-    after: Callable[[Any], Any] = lambda frames: frames
+    after: Callable[..., Any] = lambda frames, device="cpu": frames
     if t is None:
         pass
     elif isinstance(t, ClipEvalTransform) and _same_behaviour(t, ClipEvalTransform, ("__call__",)):
@@ -481,9 +481,9 @@ def video_plan(folder: VideoFolder) -> VideoPlan:
         if t.crop_size is not None:
             args["center_crop"] = list(t.crop_size)
 
-        def after(frames, t=t):
+        def after(frames, device="cpu", t=t):
             return fn.crop_mirror_normalize(frames, mean=t.mean or [], std=t.std or [], scale=255.0,
-                                            dtype="float32", output_layout=_LAYOUTS[t.layout])
+                                            dtype="float32", output_layout=_LAYOUTS[t.layout], device=device)
     elif isinstance(t, ClipTrainTransform) and _same_behaviour(t, ClipTrainTransform, ("__call__", "_rrc_window")):
         geometry = {"interpolation": t.interpolation, "antialias": t.antialias}
         if t.scale is not None:
@@ -492,7 +492,7 @@ def video_plan(folder: VideoFolder) -> VideoPlan:
         else:
             args.update(resize=list(t.resize), **geometry)
 
-        def after(frames, t=t):
+        def after(frames, device="cpu", t=t):
             extra: Dict[str, Any] = {}
             if t.scale is None:
                 extra.update(crop=list(t.crop_size), crop_pos_x=fn.random_uniform(range=[0.0, 1.0]),
@@ -500,7 +500,8 @@ def video_plan(folder: VideoFolder) -> VideoPlan:
             if t.hflip_prob > 0:
                 extra["mirror"] = fn.coin_flip(probability=t.hflip_prob)
             return fn.crop_mirror_normalize(frames, mean=t.mean or [], std=t.std or [], scale=255.0,
-                                            dtype="float32", output_layout=_LAYOUTS[t.layout], **extra)
+                                            dtype="float32", output_layout=_LAYOUTS[t.layout], device=device,
+                                            **extra)
     else:
         reasons.append(f"the VideoFolder's transform is a {type(t).__name__}: natively only None, "
                        "ClipTrainTransform and ClipEvalTransform (habana_dataloader.video)")

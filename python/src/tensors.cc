@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "decoders/nvjpeg/nvjpeg_hardware.h"
+#include "decoders/video_decoder.h"
 #include "media/cuda/runtime.h"
 #include "media/cuda/stream.h"
 #include "media/cuda/allocator.h"
@@ -191,6 +192,19 @@ void bind_tensors(py::module_& m) {
     return d;
   }, py::arg("device") = 0,
      "Whether cuda:device has hardware JPEG engines the mixed stage can use: available, reason (why not)");
+  m.def("video_hardware_status", [](int device) {
+    Status s;
+    {
+      py::gil_scoped_release nogil;
+      s = video_hardware_status(device);
+    }
+    py::dict d;
+    d["available"] = s.is_ok();
+    d["reason"] = s.is_ok() ? std::string() : s.message();
+    return d;
+  }, py::arg("device") = 0,
+     "Whether video_reader(device='mixed') can decode on cuda:device's hardware video decoders (NVDEC through "
+     "FFmpeg's cuda hwaccel): available, reason (why not)");
   // The engines alone (tests/python/bench_gpu.py's hw-alone): the files' bytes decoded in
   // batches of `batch`, `repeats` times over, into device memory; the wall time of the decode
   // calls only (outputs allocated once, supports() done once per file, outside the timing).
