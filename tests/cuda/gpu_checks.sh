@@ -14,7 +14,7 @@ ctest --test-dir "$build" -L gpu --output-on-failure > "$logs/ctest_gpu.log" 2>&
 echo "ctest -L gpu: $(grep -E 'tests passed|tests failed' "$logs/ctest_gpu.log")"
 for tool in memcheck racecheck synccheck; do
   compute-sanitizer --tool $tool --error-exitcode 3 "$build/tests/cuda/cuda_gpu_test" \
-    --gtest_filter='PipelineGpuTest.GpuStage*:PipelineGpuTest.Released*:NvjpegHardwareGpuTest.*' > "$logs/$tool.log" 2>&1
+    --gtest_filter='PipelineGpuTest.GpuStage*:PipelineGpuTest.Released*:NvjpegHardwareGpuTest.*:VideoGpuTest.*' > "$logs/$tool.log" 2>&1
   echo "compute-sanitizer $tool: rc $? $(grep -E 'ERROR SUMMARY' "$logs/$tool.log" | tail -1)"
 done
 timeout 400 python3 -m pytest $(ls tests/python/test_gpu_*.py) -q > "$logs/pytest_gpu.log" 2>&1
@@ -38,3 +38,9 @@ for args in "--device cpu" "--device cuda --decoder cpu" "--device cuda --decode
   echo "hdl-bench $args: $(grep -E '^throughput|^CPU util' "$logs/hdl_bench.log" | tail -2 | tr '\n' ' ')"
 done
 rm -rf "$tree"
+# NVDEC against CPU threads (the video issue's target: >= 3x on 1080p H.264).
+if [ -f "${HDL_CORPUS_DIR:-build/corpus}/video/original/dog_phone_h264_1920x1080.mp4" ]; then
+  timeout 400 python3 samples/benchmark/nvdec_bench.py --build "$build" --threads "$(nproc)" --rounds 3 \
+    --json "$logs/nvdec_bench.json" > "$logs/nvdec_bench.log" 2>&1
+  tail -6 "$logs/nvdec_bench.log"
+fi
