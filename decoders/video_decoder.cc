@@ -543,12 +543,13 @@ AVPixelFormat pick_cuda_format(AVCodecContext* ctx, const AVPixelFormat* formats
 // cudaStream_t) as the stream of its copies. The caller owns the reference.
 Result<AVBufferRef*> open_cuda_device(int index, void* stream) {
 #if HDL_HAVE_CUDA
-  HDL_ASSIGN_OR_RETURN(void* const context, cuda::runtime_context(Device::cuda(index)));
+  Result<void*> context = cuda::runtime_context(Device::cuda(index));
+  if (!context.is_ok()) return Status::unsupported("NVDEC: " + context.status().message());
   AVBufferRef* ref = av_hwdevice_ctx_alloc(AV_HWDEVICE_TYPE_CUDA);
   if (!ref) return Status::resource_exhausted("out of memory");
   auto* device = reinterpret_cast<AVHWDeviceContext*>(ref->data);
   auto* cu = static_cast<AVCUDADeviceContext*>(device->hwctx);
-  cu->cuda_ctx = static_cast<CUcontext>(context);  // not FFmpeg's: it leaves it alone when done
+  cu->cuda_ctx = static_cast<CUcontext>(*context);  // not FFmpeg's: it leaves it alone when done
   cu->stream = static_cast<CUstream>(stream);
   if (const int err = av_hwdevice_ctx_init(ref); err < 0) {
     av_buffer_unref(&ref);
