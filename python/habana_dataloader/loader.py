@@ -422,34 +422,25 @@ class HabanaDataLoader(DataLoader[T_co]):
         self._sample_list = self._make_sample_list()
         # Build now: a mistake the C++ graph finds surfaces here. With seed= this is the
         # loader's pipeline; otherwise its seed is drawn at the first epoch, as torch's.
-        if self._device is not None and self._device.type == "cuda" and self._video is not None:
-            # Clips: the normalise on the gpu stage; decoded by NVDEC (the mixed stage, CPU
-            # threads taking what it cannot) unless decoder="cpu".
+        if self._device is not None and self._device.type == "cuda":
+            # The end of the chain on the gpu stage (clips: the normalise); the decoder on the
+            # mixed stage where the GPU has the engines (JPEG engines, or NVDEC for clips),
+            # CPU threads taking what they cannot, unless decoder="cpu".
             cuda = _C.cuda_status()
             self._gpu_tail = bool(cuda["available"])
             if not self._gpu_tail:
                 self.native_notes.append(f"the gpu stage is not used ({cuda['reason']}): batches are "
                                          "moved to CUDA with torch")
             elif self.decoder != "cpu":
-                hw = _C.video_hardware_status(self._device.index or 0)
+                video = self._video is not None
+                status = _C.video_hardware_status if video else _C.hardware_jpeg_status
+                hw = status(self._device.index or 0)
                 self._hw_decode = bool(hw["available"])
                 if not self._hw_decode and self.decoder == "hardware":
                     raise ValueError(f"HabanaDataLoader(decoder='hardware'): {hw['reason']}")
                 if not self._hw_decode:
-                    self.native_notes.append(f"clips are decoded by CPU threads ({hw['reason']})")
-        elif self._device is not None and self._device.type == "cuda":
-            cuda = _C.cuda_status()
-            self._gpu_tail = bool(cuda["available"])
-            if not self._gpu_tail:
-                self.native_notes.append(f"the gpu stage is not used ({cuda['reason']}): batches are "
-                                         "moved to CUDA with torch")
-            elif self.decoder != "cpu":
-                hw = _C.hardware_jpeg_status(self._device.index or 0)
-                self._hw_decode = bool(hw["available"])
-                if not self._hw_decode and self.decoder == "hardware":
-                    raise ValueError(f"HabanaDataLoader(decoder='hardware'): {hw['reason']}")
-                if not self._hw_decode:
-                    self.native_notes.append(f"JPEGs are decoded by CPU threads ({hw['reason']})")
+                    self.native_notes.append(f"{'clips' if video else 'JPEGs'} are decoded by CPU threads "
+                                             f"({hw['reason']})")
         if self.decoder == "hardware" and not self._hw_decode:
             raise ValueError("HabanaDataLoader(decoder='hardware') needs device='cuda' with the gpu stage")
         while True:
