@@ -200,8 +200,14 @@ class ClipDecode {
     const SizeHW image = frame_size(info);
     const SizeHW out_size = p ? p->plan.out_size : image;
     Tensor pixels = Tensor::empty(Shape{t, out_size.h, out_size.w, c}, DType::kU8, Layout::kFHWC, pool);
+    // A clip that fails part-way may have work queued that writes its block: the block goes
+    // back to the pool (for another thread's stream) only once that work is done.
+    auto failed = [&](Status s) {
+      (void)dev.stream.synchronize();
+      return s;
+    };
     if (!p) {
-      HDL_RETURN_IF_ERROR(dev.decoder->decode_into(file, info, frames, pixels.view(), &report));
+      if (Status s = dev.decoder->decode_into(file, info, frames, pixels.view(), &report); !s.is_ok()) return failed(s);
       counters.add(report);
       return pixels;
     }
@@ -227,7 +233,7 @@ class ClipDecode {
       HDL_RETURN_IF_ERROR(kernels::cuda::resize(window, resized, p->args.options, *dev.workspace, dev.stream));
       return kernels::cuda::crop(resized, top, left, slot, dev.stream);
     };
-    HDL_RETURN_IF_ERROR(dev.decoder->decode(file, info, frames, sink, &report));
+    if (Status s = dev.decoder->decode(file, info, frames, sink, &report); !s.is_ok()) return failed(s);
     counters.add(report);
     return pixels;
   }
@@ -540,9 +546,7 @@ class MixedVideoReader final : public VideoReader {
       if (Status s = ready->record(dev->stream); !s.is_ok()) ready = s;
     }
     if (!ready.is_ok()) {
-      // Work queued for this clip may still write its block: let it finish before the block
-      // goes back to the pool (or the CPU decodes the clip instead).
-      (void)dev->stream.synchronize();
+      if (pixels.is_ok()) (void)dev->stream.synchronize();  // the block is idle before it goes back to the pool
       return ready.status();
     }
     clips_.put(io.sample(), {std::move(pixels).value(), std::move(ready).value()});
