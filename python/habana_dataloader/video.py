@@ -298,11 +298,14 @@ def _finish(x: torch.Tensor, mean, std, layout: str) -> torch.Tensor:
     return x.contiguous()
 
 
-def _crop_offset(size: int, crop: int, pos: float) -> int:
-    """crop_mirror_normalize's window offset at relative position `pos` (decode_geometry.cc)."""
+def _random_offset(size: int, crop: int, g: Optional[torch.Generator]) -> int:
+    """A uniform integer window offset along an axis: torchvision RandomCrop's
+    torch.randint(0, size - crop + 1) when the crop fits; else minus a uniform integer in
+    [0, crop - size] (the frame lies inside a zero-padded window). The native path draws the
+    same law: crop_mirror_normalize(crop_pos_bins=True) over a uniform crop_pos."""
     if size >= crop:
-        return round(pos * (size - crop))  # round half to even, as the C++ code
-    return -math.floor(pos * (crop - size))
+        return int(torch.randint(0, size - crop + 1, size=(1,), generator=g).item())
+    return -int(torch.randint(0, crop - size + 1, size=(1,), generator=g).item())
 
 
 def _clip_tchw(clip: torch.Tensor) -> torch.Tensor:
@@ -351,10 +354,9 @@ class ClipTrainTransform:
 
     Two modes:
     - ``resize`` given (default (128, 171), torchvision's VideoClassificationPresetTrain):
-      Resize(resize), then a ``crop_size`` window at offsets round(u * (H - h)), u uniform in
-      [0, 1) per axis (round half to even; the window is the native crop_mirror_normalize's,
-      so both paths draw from one law: the two edge offsets come half as often as the others,
-      where torchvision's RandomCrop draws every offset equally often);
+      Resize(resize), then RandomCrop(crop_size): each offset a uniform integer in [0, H - h]
+      (drawn as torchvision's RandomCrop.get_params draws it: top, then left; natively
+      crop_mirror_normalize's crop_pos_bins over a uniform crop_pos, the same law);
     - ``scale`` given (and ``resize=None``): RandomResizedCrop(crop_size, scale, ratio), the
       window drawn as torchvision draws it, on the clip's frame size.
     Then a horizontal flip with probability ``hflip_prob``, /255, Normalize(mean, std), and
@@ -362,7 +364,7 @@ class ClipTrainTransform:
 
     Draws come from ``generator`` when given (VideoFolder passes its per-clip generator with
     ``seed=``), else torch's global RNG. Natively: video_reader(resize=...) +
-    crop_mirror_normalize(crop, crop_pos_x/y = random_uniform, mirror = coin_flip), or
+    crop_mirror_normalize(crop, crop_pos_x/y = random_uniform, crop_pos_bins, mirror = coin_flip), or
     video_reader(random_crop="resized", scale, ratio, resize=crop_size) + crop_mirror_normalize.
     """
 
@@ -425,9 +427,9 @@ class ClipTrainTransform:
         else:
             x = _resize(x, self.resize, self.interpolation, self.antialias)
             ch, cw = self.crop_size
-            py = float(torch.rand((), generator=generator))
-            px = float(torch.rand((), generator=generator))
-            x = TF.crop(x, _crop_offset(x.shape[-2], ch, py), _crop_offset(x.shape[-1], cw, px), ch, cw)
+            top = _random_offset(x.shape[-2], ch, generator)  # torchvision RandomCrop.get_params' order
+            left = _random_offset(x.shape[-1], cw, generator)
+            x = TF.crop(x, top, left, ch, cw)
         if self.hflip_prob > 0 and float(torch.rand((), generator=generator)) < self.hflip_prob:
             x = x.flip(-1)
         return _finish(x, self.mean, self.std, self.layout)
@@ -496,7 +498,7 @@ def video_plan(folder: VideoFolder) -> VideoPlan:
             extra: Dict[str, Any] = {}
             if t.scale is None:
                 extra.update(crop=list(t.crop_size), crop_pos_x=fn.random_uniform(range=[0.0, 1.0]),
-                             crop_pos_y=fn.random_uniform(range=[0.0, 1.0]))
+                             crop_pos_y=fn.random_uniform(range=[0.0, 1.0]), crop_pos_bins=True)
             if t.hflip_prob > 0:
                 extra["mirror"] = fn.coin_flip(probability=t.hflip_prob)
             return fn.crop_mirror_normalize(frames, mean=t.mean or [], std=t.std or [], scale=255.0,

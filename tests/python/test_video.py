@@ -229,6 +229,28 @@ def test_loader_random_training_is_deterministic(folder):
         assert x.shape == (4, 3, 4, 32, 32) and y.dtype == torch.int64
 
 
+def test_clip_train_crop_draws_as_torchvision_random_crop():
+    # ClipTrainTransform(resize=...)'s window is torchvision's RandomCrop's: the same offsets
+    # for the same RNG state (RandomCrop.get_params with torch's global RNG), every integer
+    # offset in [0, H - h] reachable (the two ends included).
+    import torchvision.transforms as T
+    clip = torch.randint(0, 256, (2, 12, 16, 3), dtype=torch.uint8)
+    t = ClipTrainTransform(crop_size=(5, 9), resize=(12, 16), hflip_prob=0.0, mean=None, std=None, layout="TCHW")
+    resized = ClipTrainTransform(crop_size=(12, 16), resize=(12, 16), hflip_prob=0.0, mean=None, std=None,
+                                 layout="TCHW")(clip)
+    seen = set()
+    for seed in range(300):
+        torch.manual_seed(seed)
+        out = t(clip)
+        torch.manual_seed(seed)
+        i, j, h, w = T.RandomCrop.get_params(resized, (5, 9))
+        assert torch.equal(out, resized[..., i:i + h, j:j + w]), seed
+        g = torch.Generator().manual_seed(seed)
+        assert torch.equal(t(clip, generator=g), out)  # a generator in the same state: the same window
+        seen.add((i, j))
+    assert {i for i, _ in seen} == set(range(8)) and {j for _, j in seen} == set(range(8))
+
+
 def test_loader_falls_back_with_reason(folder):
     ds = VideoFolder(folder, frames_per_clip=4, sampler="uniform", transform=lambda clip: clip[:, ::2])
     with pytest.warns(RuntimeWarning, match="transform is a function"):

@@ -219,6 +219,69 @@ TEST_F(VideoReaderTest, TruncatedAndNonVideoFilesFailTheirSamplesOnly) {
   }
 }
 
+// The train crop of a clip (video_reader resize + crop_mirror_normalize at a uniform crop_pos
+// with crop_pos_bins): every integer offset in [0, H - h] equally often, as torchvision's
+// RandomCrop draws it (torch.randint(0, H - h + 1)); rounding pos * (H - h) instead gives the
+// two end offsets half the others' frequency, which the chi-square test below rejects.
+TEST_F(VideoReaderTest, ClipCropOffsetsAreUniformIntegers) {
+  VideoTree tree;
+  constexpr int64_t kH = 10, kW = 14, kCrop = 6, kClipsPerVideo = 500;
+  PipelineSpec s;
+  auto r = s.add("video_reader", {},
+                 {{"file_root", tree.root()}, {"frames_per_clip", int64_t{1}}, {"clips_per_video", kClipsPerVideo},
+                  {"resize", std::vector<int64_t>{kH, kW}}},
+                 {}, "reader");
+  auto px = s.add("random_uniform", {}, {{"range", std::vector<double>{0.0, 1.0}}}, {}, "px");
+  auto py = s.add("random_uniform", {}, {{"range", std::vector<double>{0.0, 1.0}}}, {}, "py");
+  auto c = s.add("crop_mirror_normalize", {r[0]},
+                 {{"crop", std::vector<int64_t>{kCrop}}, {"crop_pos_bins", true}, {"dtype", "uint8"}, {"output_layout", "HWC"}},
+                 {{"crop_pos_x", px[0]}, {"crop_pos_y", py[0]}}, "crop");
+  s.set_outputs({c[0], r[0]});
+  Pipeline p(s, {.batch_size = 50, .num_threads = 2, .seed = 3});
+  std::vector<int64_t> rows(kH - kCrop + 1), cols(kW - kCrop + 1);
+  int64_t clips = 0, ambiguous = 0;
+  for (const auto& out : p.epoch_batches())
+    for (int64_t i = 0; i < out.outputs[0].size(); ++i, ++clips) {
+      const Tensor crop = out.outputs[0].sample(i), frame = out.outputs[1].sample(i);
+      ASSERT_EQ(crop.shape(), (Shape{1, kCrop, kCrop, 3}));
+      ASSERT_EQ(frame.shape(), (Shape{1, kH, kW, 3}));
+      std::vector<std::pair<int64_t, int64_t>> at;  // the windows of the frame equal to the crop
+      for (int64_t y = 0; y + kCrop <= kH; ++y)
+        for (int64_t x = 0; x + kCrop <= kW; ++x) {
+          bool same = true;
+          for (int64_t row = 0; row < kCrop && same; ++row)
+            same = std::memcmp(crop.typed<uint8_t>() + row * kCrop * 3, frame.typed<uint8_t>() + ((y + row) * kW + x) * 3,
+                               kCrop * 3) == 0;
+          if (same) at.emplace_back(y, x);
+        }
+      ASSERT_FALSE(at.empty()) << "clip " << clips << ": the crop is no window of the frame";
+      if (at.size() > 1) {
+        ++ambiguous;
+        continue;
+      }
+      ++rows[at[0].first], ++cols[at[0].second];
+    }
+  ASSERT_EQ(clips, 4 * kClipsPerVideo);
+  EXPECT_LT(ambiguous, clips / 100);
+  // Pearson's chi-square against the uniform law; 99.99th percentiles: 23.51 (4 degrees of
+  // freedom), 33.72 (8).
+  auto chi2 = [](const std::vector<int64_t>& n) {
+    double total = 0, x = 0;
+    for (int64_t v : n) total += double(v);
+    const double e = total / double(n.size());
+    for (int64_t v : n) x += (double(v) - e) * (double(v) - e) / e;
+    return x;
+  };
+  EXPECT_LT(chi2(rows), 23.51) << ::testing::PrintToString(rows);
+  EXPECT_LT(chi2(cols), 33.72) << ::testing::PrintToString(cols);
+  // Both end offsets come up about as often as the middle ones (rounding: half as often).
+  for (const auto* n : {&rows, &cols}) {
+    const double mean = double(clips - ambiguous) / double(n->size());
+    EXPECT_GT(double(n->front()), 0.8 * mean) << ::testing::PrintToString(*n);
+    EXPECT_GT(double(n->back()), 0.8 * mean) << ::testing::PrintToString(*n);
+  }
+}
+
 TEST_F(VideoReaderTest, FusedResizeAndCenterCropEqualFullFramesResizedThenCropped) {
   VideoTree tree;
   Pipeline p(reader_spec(tree.root(), {{"sampler", "uniform"}, {"clips_per_video", int64_t{2}}, {"frames_per_clip", int64_t{3}},
