@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <numeric>
 
@@ -165,10 +166,24 @@ void bind_video(py::module_& m) {
            "else floor(duration * frame_rate) instants 1/frame_rate apart, each the last frame shown at or "
            "before it (pipeline/readers/clip_sampler.h). A clip starting at position s is "
            "timeline[s + t * step] for t < frames_per_clip.")
+      .def("segment_range", [](const VideoInfo& v, double frame_rate, double start, const py::object& end) {
+        if (frame_rate < 0) throw ConfigError("frame_rate must be >= 0 (0: the video's own frames)");
+        const Segment seg{start, end.is_none() ? std::numeric_limits<double>::infinity() : end.cast<double>()};
+        const Result<TimelineRange> r = segment_range(v, frame_rate, seg);
+        if (!r.is_ok()) throw DataError(r.status());
+        return py::make_tuple(r->begin, r->end);
+      }, py::arg("frame_rate"), py::arg("start"), py::arg("end"),
+           "(begin, end): the timeline positions (of timeline(frame_rate)) whose time, in seconds from the first "
+           "frame, lies in [start, end) (end None: the video's end), as video_reader's segments "
+           "(pipeline/readers/clip_sampler.h). A bad segment (end not after start, negative start, starting at or "
+           "past the video's end, no position inside) raises DataError saying why.")
       .def("__repr__", [](const VideoInfo& v) {
         return "<VideoInfo " + v.codec + " " + std::to_string(v.display_width()) + "x" +
                std::to_string(v.display_height()) + ", " + std::to_string(v.num_frames()) + " frames>";
       });
+  m.def("describe_segment", [](double start, const py::object& end) {
+    return describe_segment({start, end.is_none() ? std::numeric_limits<double>::infinity() : end.cast<double>()});
+  }, py::arg("start"), py::arg("end"), "'[1.5 s, 4 s)' or '[1.5 s, end)', as video_reader's messages name a segment.");
   m.def("probe_video_info", &probe, py::arg("path"),
         "A video's metadata as a VideoInfo (demuxes every packet, decodes nothing). DataError names the file.");
   m.def("probe_video", [](const std::string& path) { return info_to_dict(*probe(path)); }, py::arg("path"),

@@ -18,7 +18,7 @@ import torch
 from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from conftest import corpus_dir
-from habana_dataloader import DataError, HabanaDataLoader, MediaPipe, Pipeline, VideoFolder, _C, fn
+from habana_dataloader import DataError, HabanaDataLoader, MediaPipe, Pipeline, VideoFolder, VideoList, _C, fn
 from habana_dataloader.video import KINETICS_STD, ClipEvalTransform, ClipTrainTransform
 
 # Small, quick-to-decode clips of several codecs and containers, in three classes.
@@ -332,6 +332,123 @@ def test_truncated_video_follows_error_policy(folder, video_root, tmp_path):
     stats = skipped._pipe.stats()
     assert stats["failures"] == stats["replaced"] == 1
     assert "aa_truncated.mp4" in stats["recent_errors"][0]
+
+
+# ---- segments (VideoList, fn.video_reader(segments=), file_list_format) ----------------------
+
+# The same video on several lines with different segments and labels (tree_cinepak has a
+# variable frame rate: frames at 0, 0.73, 1.13, 1.6, ... s).
+SEGMENTS = [("a_office/office_h264_320x240.mp4", 4, 0.25, 0.9), ("a_office/office_h264_320x240.mp4", 1, 0.5, None),
+            ("b_lab/tree_cinepak_320x240.avi", 2, 1.0, 6.0), ("a_office/webcam_mjpeg_160x120.avi", 3, 0.0, 1.5)]
+
+
+def frames_in(path, start, end):
+    """The frames whose time (from the first frame, by ffprobe-independent PyAV-free means: the
+    decoder's timestamps) lies in [start, end)."""
+    d = _C.probe_video(str(path))
+    num, den = d["time_base"]
+    return [i for i, p in enumerate(d["pts"]) if start <= (p - d["pts"][0]) * num / den < (end or float("inf"))]
+
+
+def native_frames(samples, root, **reader):
+    """{entry: [frame indices of each clip]} from fn.video_reader over samples in memory."""
+    pipe = Pipeline(batch_size=4, num_threads=2, seed=1)
+    with pipe:
+        _, _, idx, video = fn.video_reader(files=[s[0] for s in samples], labels=[s[1] for s in samples],
+                                           segments=[(s[2], s[3]) for s in samples], file_root=str(root),
+                                           output="count", **reader)
+        pipe.set_outputs(idx, video)
+    got = {}
+    for i, v in pipe:
+        for clip, k in zip(i.tolist(), v.tolist()):
+            got.setdefault(k, []).append(clip)
+    return got
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "contiguous"])
+def test_video_list_segments_match_native_reader(folder, sampler):
+    ds = VideoList(SEGMENTS, root=folder, frames_per_clip=4, step=2, sampler=sampler, clips_per_video=3, clip_stride=3)
+    assert ds.samples == [(str(folder / p), y) for p, y, _, _ in SEGMENTS]
+    assert ds.segments == [(a, b) for _, _, a, b in SEGMENTS] and ds.targets == [4, 1, 2, 3]
+    got = native_frames(SEGMENTS, folder, frames_per_clip=4, step=2, sampler=sampler, clips_per_video=3, clip_stride=3)
+    ours = {}
+    for i in range(len(ds)):
+        ours.setdefault(ds.clip_location(i)[0], []).append(ds.clip_frames(i))
+    assert ours == got
+    for v, (path, _, start, end) in enumerate(SEGMENTS):  # inside the segment; contiguous: every clip
+        inside = frames_in(folder / path, start, end)
+        assert all(f in inside for clip in ours[v] for f in clip), v
+        if sampler == "contiguous":
+            assert len(ours[v]) == (len(inside) - 7) // 3 + 1
+            assert ours[v][0] == inside[0:8:2]
+
+
+def test_video_list_runs_natively_and_under_torch(folder):
+    ds = VideoList(SEGMENTS, root=folder, frames_per_clip=4, sampler="uniform", clips_per_video=2,
+                   transform=ClipEvalTransform(resize=(48, 64), crop_size=40))
+    ours = list(native(ds, batch_size=3, shuffle=True, generator=torch.Generator().manual_seed(2), threads=2))
+    theirs = list(DataLoader(ds, batch_size=3, shuffle=True, generator=torch.Generator().manual_seed(2)))
+    assert assert_close_batches(ours, theirs) == len(ds) == 8
+    # A Subset, and the random sampler: every clip inside its segment on both paths.
+    rnd = VideoList(SEGMENTS, root=folder, frames_per_clip=3, sampler="random", clips_per_video=5)
+    torch.manual_seed(0)
+    for i in range(len(rnd)):
+        v, _ = rnd.clip_location(i)
+        path, _, start, end = SEGMENTS[v]
+        assert set(rnd.clip_frames(i)) <= set(frames_in(folder / path, start, end))
+    sub = Subset(rnd, [19, 0, 7])
+    assert [y.item() for _, y in native(sub, batch_size=1)] == [3, 4, 1]  # clips of different sizes
+
+
+def test_video_list_from_file_list_and_bad_segments(folder, tmp_path):
+    lst = tmp_path / "ann.txt"
+    lst.write_text("# path label start end\n" + "".join(
+        f"{folder / p} {y} {a} {'-' if b is None else b}\n" for p, y, a, b in SEGMENTS) +
+        f"{folder / SEGMENTS[0][0]} 9 1.0 1.0\n"                # empty: line 6
+        f"{folder / SEGMENTS[2][0]} 9 1.0 1.2\n")              # one frame, shorter than a clip: line 7
+    ds = VideoList.from_file_list(lst, root="/", segments=True, frames_per_clip=4, sampler="uniform")
+    assert ds.segments[:4] == [(a, b) for _, _, a, b in SEGMENTS] and ds.targets == [4, 1, 2, 3, 9, 9]
+    with pytest.raises(DataError, match=r'office_h264_320x240.mp4": segment \[1 s, 1 s\) \(file_list ".*ann.txt" '
+                                        r"line 6\): the end is not after the start"):
+        ds[4]
+    with pytest.raises(DataError, match=r"segment \[1 s, 1.2 s\) \(file_list .*line 7\): the segment has 1 frames "
+                                        r"\(2 to 2\), a clip needs 4"):
+        ds[5]
+    # The native reader names the same file, segment and line (its samples are in memory).
+    with pytest.raises(DataError, match=r"tree_cinepak_320x240.avi\": segment \[1 s, 1.2 s\) \(samples\[5\]\): "
+                                        r"the segment has 1 frames \(2 to 2\), a clip needs 4"):
+        list(native(Subset(ds, [5]), batch_size=1))
+    pipe = Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        _, _, idx, _ = fn.video_reader(file_list=str(lst), file_root="/", file_list_format="path label start end",
+                                       frames_per_clip=4, sampler="uniform", output="count")
+        pipe.set_outputs(idx)
+    with pytest.raises(DataError, match=r"segment \[1 s, 1 s\) \(file_list .*ann.txt\" line 6\)"):
+        list(pipe)
+    # Contiguous: no clips for the short segment, one (failing) clip for the empty one.
+    cont = VideoList.from_file_list(lst, root="/", segments=True, frames_per_clip=4, sampler="contiguous")
+    assert [cont.clip_location(i)[0] for i in range(len(cont))].count(4) == 1
+    assert 5 not in [cont.clip_location(i)[0] for i in range(len(cont))]
+    # Bad arguments name the entry.
+    with pytest.raises(ValueError, match="mix"):
+        VideoList([("a.mp4", 0), ("b.mp4", 1, 0.0, 1.0)])
+    with pytest.raises(TypeError, match=r"samples\[0\]: start and end must be numbers"):
+        VideoList([("a.mp4", 0, "x", 1.0)])
+    with pytest.raises(TypeError, match="segments.*needs 'files'"):
+        fn.video_reader(segments=[(0, 1)])
+    with pytest.raises(TypeError, match="segments"):
+        fn.file_reader(files=["a.jpg"], segments=[(0, 1)])
+    with pytest.raises(ValueError, match="2 files and 1 segments"):
+        _C.Samples(["a.mp4", "b.mp4"], None, "", [(0.0, 1.0)])
+    with pytest.raises(TypeError, match=r"segments\[0\]: expected \(start, end\)"):
+        _C.Samples(["a.mp4"], None, "", [1.0])
+    with pytest.raises(ValueError, match="line 1: start"):
+        VideoList.from_file_list(_write(tmp_path / "bad.txt", "a.mp4 1 x 2\n"), segments=True)
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
 
 
 # ---- MediaPipe names -----------------------------------------------------------------------
