@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string_view>
@@ -26,6 +27,7 @@
 #include "pipeline/operators/reader_args.h"
 #include "pipeline/readers/clip_sampler.h"
 #include "pipeline/readers/dataset.h"
+#include "pipeline/readers/video_metadata_cache.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 
@@ -41,6 +43,7 @@ struct VideoState final : OpState {
 // Counters shared by the worker threads.
 struct VideoCounters {
   std::atomic<int64_t> probes{0}, clips{0}, frames_decoded{0}, seeks{0}, packets{0}, retries{0};
+  const VideoMetadataCache* metadata = nullptr;  // the reader's metadata cache, if any
   void add(const VideoDecodeReport& r) {
     clips.fetch_add(1, std::memory_order_relaxed);
     frames_decoded.fetch_add(r.frames_decoded, std::memory_order_relaxed);
@@ -49,9 +52,15 @@ struct VideoCounters {
     retries.fetch_add(r.retries, std::memory_order_relaxed);
   }
   std::vector<std::pair<std::string, int64_t>> list() const {
-    return {{"video_probes", probes.load()},        {"video_clips", clips.load()},
-            {"video_frames_decoded", frames_decoded.load()}, {"video_seeks", seeks.load()},
-            {"video_packets", packets.load()}, {"video_retries", retries.load()}};
+    std::vector<std::pair<std::string, int64_t>> l = {
+        {"video_probes", probes.load()},   {"video_clips", clips.load()},
+        {"video_frames_decoded", frames_decoded.load()}, {"video_seeks", seeks.load()},
+        {"video_packets", packets.load()}, {"video_retries", retries.load()}};
+    if (metadata) {
+      l.emplace_back("video_metadata_cache_hits", metadata->hits());
+      l.emplace_back("video_metadata_cache_misses", metadata->misses());
+    }
+    return l;
   }
 };
 
@@ -235,6 +244,8 @@ class VideoReader final : public SourceOperator {
       throw ConfigError("frames_per_clip 0 (the whole video) takes clips_per_video 1");
     index_files();
     infos_ = std::make_unique<InfoCache>(static_cast<int64_t>(file_entry_.size()));
+    describe_ = n.describe();
+    metadata_path_ = n.get_string("metadata_cache");
   }
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec>) const override {
@@ -244,16 +255,25 @@ class VideoReader final : public SourceOperator {
   }
 
   void prepare(FileSystem& fs) override {
-    if (sampling_.sampler != ClipSampler::kContiguous) {  // the metadata is read lazily
-      clip_offsets_.clear();
-      return;
-    }
+    if (!metadata_path_.empty()) load_metadata();
+    // The contiguous sampler needs every video's length to count its clips; with a metadata
+    // cache every sampler reads all of it now, so that the cache is complete once saved and
+    // the next run starts without a probe. Otherwise it is read on a video's first use.
+    clip_offsets_.clear();
+    if (sampling_.sampler != ClipSampler::kContiguous && !metadata_) return;
     const int64_t files = static_cast<int64_t>(file_entry_.size());
     tbb::enumerable_thread_specific<VideoDecoder> decoders(decode_.decoder_options());
     tbb::parallel_for(int64_t{0}, files, [&](int64_t f) {
+      // A file that cannot be opened or probed is left to its samples, which report why.
       if (auto file = fs.open(dataset_->path(file_entry_[f])); file.is_ok())
-        if (auto info = probe(**file, decoders.local()); info.is_ok()) infos_->put(f, *std::move(info));
+        if (auto info = read_metadata(f, **file, decoders.local()); info.is_ok()) infos_->put(f, *std::move(info));
     });
+    if (metadata_ && metadata_->changed()) {
+      if (Status st = metadata_->save(); !st.is_ok())
+        std::fprintf(stderr, "hdl: %s: warning: the metadata cache was not saved (%s)\n", describe_.c_str(),
+                     st.message().c_str());
+    }
+    if (sampling_.sampler != ClipSampler::kContiguous) return;
     const int64_t videos = dataset_->size();
     clip_offsets_.assign(1, 0);
     clip_offsets_.reserve(static_cast<size_t>(videos) + 1);
@@ -278,7 +298,7 @@ class VideoReader final : public SourceOperator {
     auto& st = *static_cast<VideoState*>(io.state());
     HDL_ASSIGN_OR_RETURN(const std::unique_ptr<RandomAccessFile> file, io.file_system().open(dataset_->path(v)));
     HDL_ASSIGN_OR_RETURN(const std::shared_ptr<const VideoInfo> info,
-                         infos_->get(file_of_[v], [&] { return probe(*file, st.decoder); }));
+                         infos_->get(file_of_[v], [&] { return read_metadata(file_of_[v], *file, st.decoder); }));
     HDL_ASSIGN_OR_RETURN(std::vector<int64_t> frames, frames_of(v, *info, k, io.rng()));
     HDL_RETURN_IF_ERROR(decode_.run(io, st, *file, *info, frames, 0, counters_));
     HDL_ASSIGN_OR_RETURN(TensorView label, io.output(1, Shape{}, DType::kI64, Layout::kNone));
@@ -312,11 +332,35 @@ class VideoReader final : public SourceOperator {
     }
   }
 
-  // Reads a file's metadata (counted).
-  Result<std::shared_ptr<const VideoInfo>> probe(const RandomAccessFile& file, VideoDecoder& decoder) const {
+  // File f's metadata: from the metadata cache when it holds a valid entry, else probed
+  // (counted; kept in the cache, which prepare() saves).
+  Result<std::shared_ptr<const VideoInfo>> read_metadata(int64_t f, const RandomAccessFile& file,
+                                                         VideoDecoder& decoder) const {
+    if (metadata_) {
+      bool probed = false;
+      Result<std::shared_ptr<const VideoInfo>> info =
+          metadata_->get_or_probe(std::string(dataset_->relative_path(file_entry_[f])), file, decoder, &probed);
+      if (probed) counters_.probes.fetch_add(1, std::memory_order_relaxed);
+      return info;
+    }
     HDL_ASSIGN_OR_RETURN(VideoInfo probed, decoder.probe(file));
     counters_.probes.fetch_add(1, std::memory_order_relaxed);
     return std::make_shared<const VideoInfo>(std::move(probed));
+  }
+
+  // Reads the metadata cache file once per pipeline; a corrupt one is rebuilt with a warning.
+  void load_metadata() {
+    if (metadata_) return;
+    std::string note;
+    try {
+      metadata_ = VideoMetadataCache::load(metadata_path_, &note);
+    } catch (const ConfigError& e) {
+      throw ConfigError(describe_ + ": " + e.what());
+    }
+    if (!note.empty())
+      std::fprintf(stderr, "hdl: %s: warning: metadata_cache \"%s\" is %s\n", describe_.c_str(), metadata_path_.c_str(),
+                   note.c_str());
+    counters_.metadata = metadata_.get();
   }
 
   // Entry v's timeline positions: the whole video, or its segment's. Errors name the segment
@@ -360,6 +404,9 @@ class VideoReader final : public SourceOperator {
   std::vector<int64_t> file_entry_;   // file -> its first entry
   std::vector<int64_t> clip_offsets_;  // contiguous: first sample of each entry, and the total
   std::unique_ptr<InfoCache> infos_;  // by file
+  std::string describe_;              // `video_reader "name"`, for warnings
+  std::string metadata_path_;         // metadata_cache, or empty
+  std::unique_ptr<VideoMetadataCache> metadata_;  // loaded by prepare()
   mutable VideoCounters counters_;
 };
 
@@ -423,8 +470,9 @@ OpSchema video_reader_schema() {
           "are drawn inside each entry's segment only: the timeline positions whose time lies in [start, end); "
           "a segment that is empty, starts past its video's end or is shorter than a clip fails its samples "
           "(named, under the error policy; contiguous: no clips for one shorter than a clip). "
-          "Metadata is read once per video (contiguous: at start, in parallel; else on first use), never "
-          "by decoding. Optionally fused with RandomResizedCrop / Resize / CenterCrop, one window per clip. "
+          "Metadata is read once per video (contiguous or with a metadata_cache: at start, in parallel; else on "
+          "first use), never by decoding; metadata_cache keeps it on disk across runs. Optionally fused with "
+          "RandomResizedCrop / Resize / CenterCrop, one window per clip. "
           "Samples are clips: shuffling, sharding and the last-batch policy apply to clips.";
   s.is_source = true;
   s.outputs = {{"frames", "[T, H, W, C] uint8 (FHWC), or the frame count (output \"count\")"},
@@ -438,6 +486,7 @@ OpSchema video_reader_schema() {
       {"sampler", ArgType::kString, ArgValue("random"), "random, uniform or contiguous", one_of({"random", "uniform", "contiguous"})},
       {"clips_per_video", ArgType::kInt, ArgValue(1), "random and uniform: clips drawn from each video per epoch", at_least(1)},
       {"clip_stride", ArgType::kInt, ArgValue(1), "contiguous: timeline positions between clip starts (VideoClips' frames_between_clips)", at_least(1)},
+      {"metadata_cache", ArgType::kString, ArgValue(""), "a file keeping every video's metadata across runs (binary, versioned; keyed by the path relative to file_root, an entry valid while the file's size, modification time and a hash of its first and last 64 KiB are unchanged): read when the pipeline is built, every video missing from it or changed probed in parallel (with any sampler), and saved atomically (a temporary file renamed over it; processes sharing it: the last one wins) when something was added. A missing file is created, a corrupt one or one of another version rebuilt with one warning; a file that is not a metadata cache is refused. \"\": none (metadata is read once per run; contiguous: at start, else on first use)"},
   });
   for (ArgSchema& a : ops::sharding_args("clips")) s.args.push_back(std::move(a));
   for (ArgSchema& a : clip_args()) s.args.push_back(std::move(a));

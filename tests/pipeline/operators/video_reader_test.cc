@@ -16,6 +16,7 @@
 #include "pipeline/kernels/resize.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/readers/dataset.h"
+#include "pipeline/readers/video_metadata_cache.h"
 #include "tests/test_util.h"
 
 namespace hdl {
@@ -466,6 +467,99 @@ TEST_F(VideoReaderTest, BadSegmentsFollowTheErrorPolicyNamingFileAndLine) {
   for (const auto& out : p.epoch_batches()) n += out.outputs[0].size();
   EXPECT_EQ(n, 4);
   EXPECT_GE(p.stats().failures, 3u);  // a replacement may draw a bad segment again
+}
+
+// metadata_cache: the first run probes every video (any sampler) and saves the cache, the
+// second probes none and gives the same clips; a changed video is probed again; a corrupt
+// cache is rebuilt with one warning; a file that is not a cache is refused.
+TEST_F(VideoReaderTest, MetadataCacheMakesTheSecondRunProbeNothing) {
+  VideoTree tree;
+  const std::string cache = tree.root() + "/meta.bin";
+  for (const char* sampler : {"random", "contiguous"}) {
+    fs::remove(cache);
+    const auto spec = reader_spec(tree.root(), {{"sampler", sampler}, {"frames_per_clip", int64_t{4}}, {"clip_stride", int64_t{9}},
+                                                {"metadata_cache", cache}, {"output", "count"}, {"shuffle", true}});
+    auto run = [&](int64_t probes, int64_t hits) {
+      Pipeline p(spec, {.batch_size = 3, .num_threads = 2, .seed = 4});
+      EXPECT_EQ(counter(p, "video_probes"), probes) << sampler;  // all of them before the first batch
+      EXPECT_EQ(counter(p, "video_metadata_cache_hits"), hits) << sampler;
+      EXPECT_EQ(counter(p, "video_metadata_cache_misses"), 4 - hits) << sampler;
+      std::vector<int64_t> frames;
+      for (const auto& out : p.epoch_batches())
+        for (int64_t i = 0; i < out.outputs[2].size(); ++i) {
+          const Tensor idx = out.outputs[2].sample(i);
+          frames.insert(frames.end(), idx.typed<int64_t>(), idx.typed<int64_t>() + idx.num_elements());
+          frames.push_back(*out.outputs[3].sample(i).typed<int64_t>());
+        }
+      EXPECT_EQ(counter(p, "video_probes"), probes) << sampler;  // none later
+      return frames;
+    };
+    const auto first = run(4, 0);
+    ASSERT_TRUE(fs::exists(cache)) << sampler;
+    EXPECT_EQ(run(0, 4), first) << sampler;
+    EXPECT_EQ(run(0, 4), first) << sampler;
+    // A video replaced by another file: only it is probed again (and its clips follow it).
+    fs::remove(fs::path(tree.root()) / "b" / "puck.avi");
+    fs::copy_file(clip("office_h264_320x240.mp4"), fs::path(tree.root()) / "b" / "puck.avi");
+    const auto changed = run(1, 3);
+    EXPECT_NE(changed, first) << sampler;
+    EXPECT_EQ(run(0, 4), changed) << sampler;
+    fs::remove(fs::path(tree.root()) / "b" / "puck.avi");
+    fs::create_symlink(clip("puck_mpeg4asp_400x300.avi"), fs::path(tree.root()) / "b" / "puck.avi");
+  }
+  // Corrupt: rebuilt, with one warning naming the reader and the file.
+  {
+    std::fstream f(cache, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x7f');
+  }
+  const auto spec = reader_spec(tree.root(), {{"frames_per_clip", int64_t{4}}, {"metadata_cache", cache}});
+  ::testing::internal::CaptureStderr();
+  {
+    Pipeline p(spec, {.batch_size = 2, .num_threads = 2});
+    EXPECT_EQ(counter(p, "video_probes"), 4);
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("video_reader \"reader\": warning: metadata_cache \"" + cache + "\" is corrupt (checksum mismatch"),
+            std::string::npos) << err;
+  EXPECT_EQ(err.find("warning", err.find("warning") + 1), std::string::npos) << err;  // once
+  {
+    Pipeline p(spec, {.batch_size = 2, .num_threads = 2});
+    EXPECT_EQ(counter(p, "video_probes"), 0);  // rebuilt
+  }
+  // Not a cache: refused, never overwritten.
+  write_list(tree.root(), "meta.bin", "a/office.mp4 0\n");
+  try {
+    Pipeline p(spec, {.batch_size = 2, .num_threads = 2});
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("video_reader \"reader\": metadata_cache \"" + cache + "\" exists and is not a video metadata cache"),
+              std::string::npos) << e.what();
+  }
+  std::ifstream in(cache);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "a/office.mp4 0\n");
+}
+
+// Segments share their video's entry: a list naming one video on three lines probes it once
+// and caches one entry; the second run probes nothing.
+TEST_F(VideoReaderTest, MetadataCacheWithSegmentsKeepsOneEntryPerVideo) {
+  VideoTree tree;
+  const std::string cache = tree.root() + "/meta.bin";
+  const std::string list = write_list(tree.root(), "seg.txt", "a/webcam.avi 1 0 1\na/webcam.avi 2 1 2\na/webcam.avi 3 2 -\n");
+  const auto spec = reader_spec("", {{"file_list", list}, {"file_list_format", "path label start end"},
+                                     {"frames_per_clip", int64_t{4}}, {"metadata_cache", cache}, {"output", "count"}});
+  {
+    Pipeline p(spec, {.batch_size = 3, .num_threads = 2});
+    EXPECT_EQ(counter(p, "video_probes"), 1);
+  }
+  std::string note;
+  EXPECT_EQ(VideoMetadataCache::load(cache, &note)->size(), 1);
+  Pipeline p(spec, {.batch_size = 3, .num_threads = 2});
+  EXPECT_EQ(counter(p, "video_probes"), 0);
+  EXPECT_EQ(counter(p, "video_metadata_cache_hits"), 1);
+  int64_t clips = 0;
+  for (const auto& out : p.epoch_batches()) clips += out.outputs[0].size();
+  EXPECT_EQ(clips, 3);
 }
 
 TEST_F(VideoReaderTest, FusedResizeAndCenterCropEqualFullFramesResizedThenCropped) {
