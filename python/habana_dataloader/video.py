@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -70,7 +71,8 @@ def _data_error(message: str, code: str = "invalid data") -> Exception:
 
 
 _LIST_DEFAULTS: Dict[str, Any] = dict(frames_per_clip=16, step=1, sampler="random", clips_per_video=1, clip_stride=1,
-                                      frame_rate=None, transform=None, seed=None, probe_threads=None, cache_videos=1024)
+                                      frame_rate=None, transform=None, seed=None, metadata_cache=None,
+                                      probe_threads=None, cache_videos=1024)
 _ClipSource = Union[Tuple[Union[str, os.PathLike], int], Tuple[Union[str, os.PathLike], int, float, Optional[float]]]
 
 
@@ -114,12 +116,19 @@ class VideoList(Dataset):
     read raises ``habana_dataloader.DataError`` (a RuntimeError) naming the file (and the
     segment and entry). The decoded metadata of the last ``cache_videos`` videos is kept per
     process (one probe per video, not per clip).
+
+    ``metadata_cache``: video_reader's metadata cache file (the same format and keys, the
+    paths relative to ``root``): every video's metadata is read at construction (whatever the
+    sampler; probing in parallel only what the file lacks or what changed) and the file saved,
+    so that a later run, and HabanaDataLoader's native reader (which is given the same file),
+    probe nothing. Worker processes read the file themselves and do not write it.
     """
 
     def __init__(self, samples: Sequence[_ClipSource], frames_per_clip: int = 16, step: int = 1,
                  sampler: str = "random", clips_per_video: int = 1, clip_stride: int = 1,
                  frame_rate: Optional[float] = None, transform: Optional[Callable] = None, seed: Optional[int] = None,
-                 *, root: Optional[Union[str, os.PathLike]] = None, probe_threads: Optional[int] = None,
+                 *, root: Optional[Union[str, os.PathLike]] = None,
+                 metadata_cache: Optional[Union[str, os.PathLike]] = None, probe_threads: Optional[int] = None,
                  cache_videos: int = 1024):
         name = type(self).__name__
         self.root = os.fspath(root) if root is not None else ""
@@ -144,8 +153,8 @@ class VideoList(Dataset):
             raise ValueError(f"{name}(): samples mix (path, label) and (path, label, start, end) entries")
         self._setup(keys, labels, segments if 4 in kinds else None, None, None, frames_per_clip=frames_per_clip,
                     step=step, sampler=sampler, clips_per_video=clips_per_video, clip_stride=clip_stride,
-                    frame_rate=frame_rate, transform=transform, seed=seed, probe_threads=probe_threads,
-                    cache_videos=cache_videos)
+                    frame_rate=frame_rate, transform=transform, seed=seed, metadata_cache=metadata_cache,
+                    probe_threads=probe_threads, cache_videos=cache_videos)
 
     @classmethod
     def from_file_list(cls, file_list: Union[str, os.PathLike], root: Optional[Union[str, os.PathLike]] = None,
@@ -170,8 +179,8 @@ class VideoList(Dataset):
     def _setup(self, keys: List[str], labels: List[int], segments: Optional[List[Tuple[float, Optional[float]]]],
                paths: Optional[List[str]], sources: Optional[List[str]], *, frames_per_clip: int, step: int,
                sampler: str, clips_per_video: int, clip_stride: int, frame_rate: Optional[float],
-               transform: Optional[Callable], seed: Optional[int], probe_threads: Optional[int],
-               cache_videos: int) -> None:
+               transform: Optional[Callable], seed: Optional[int], metadata_cache: Optional[Union[str, os.PathLike]],
+               probe_threads: Optional[int], cache_videos: int) -> None:
         """Shared construction: `keys` are the paths relative to self.root (what video_reader
         is given), `paths` the full paths (default: root joined with each key), `sources`
         where each entry was listed (default: samples[i])."""
@@ -206,6 +215,10 @@ class VideoList(Dataset):
         self._cache: "OrderedDict[str, Any]" = OrderedDict()  # path -> _C.VideoInfo
         self._lock = threading.Lock()
         self._offsets: Optional[np.ndarray] = None  # contiguous: first clip of each entry, and the total
+        self.metadata_cache = os.fspath(metadata_cache) if metadata_cache is not None else None
+        self._meta: Optional[Any] = None  # the _C.VideoMetadataCache, loaded on first use
+        if self.metadata_cache is not None:
+            self._read_all_metadata(probe_threads)
         if sampler == "contiguous":
             self._offsets = self._count_clips(probe_threads)
 
@@ -231,6 +244,42 @@ class VideoList(Dataset):
             raise _data_error(f'{type(self).__name__} "{self.samples[v][0]}": segment '
                               f"{_C.describe_segment(start, end)} ({self._source(v)}): {e}") from None
         return timeline[begin:stop], begin
+
+    def _metadata(self) -> Any:
+        """The metadata cache file's contents (read once per process)."""
+        with self._lock:
+            if self._meta is None:
+                meta = _C.VideoMetadataCache(self.metadata_cache)
+                if meta.note:
+                    warnings.warn(f"{type(self).__name__}: metadata_cache {self.metadata_cache!r} is {meta.note}",
+                                  RuntimeWarning, stacklevel=3)
+                self._meta = meta
+            return self._meta
+
+    def _read_all_metadata(self, threads: Optional[int]) -> None:
+        """With a metadata cache, as video_reader does: every video's metadata read now (probing
+        only what the cache lacks or what changed), in parallel, and the cache saved, so that
+        the native reader (and the next run) probes nothing."""
+        meta = self._metadata()
+        first: Dict[str, int] = {}
+        for v, (path, _) in enumerate(self.samples):
+            first.setdefault(path, v)
+
+        def read(v: int) -> None:
+            try:
+                self.video_info(v)  # through the per-process cache: counting clips reads it again
+            except (RuntimeError, ValueError):
+                pass  # reported by the video's clips, with the reason
+
+        workers = max(1, min(threads or os.cpu_count() or 1, len(first) or 1))
+        with ThreadPoolExecutor(workers) as pool:  # the stamps and probes release the GIL
+            list(pool.map(read, first.values()))
+        if meta.changed:
+            try:
+                meta.save()
+            except RuntimeError as e:
+                warnings.warn(f"{type(self).__name__}: the metadata cache was not saved ({e})", RuntimeWarning,
+                              stacklevel=3)
 
     def _count_clips(self, threads: Optional[int]) -> np.ndarray:
         def count(v: int) -> int:
@@ -274,7 +323,10 @@ class VideoList(Dataset):
             if info is not None:
                 self._cache.move_to_end(path)
                 return info
-        info = _C.probe_video_info(path)
+        if self.metadata_cache is not None:
+            info = self._metadata().video_info(self._keys[video], path)
+        else:
+            info = _C.probe_video_info(path)
         with self._lock:
             self._cache[path] = info
             while len(self._cache) > self.cache_videos:
@@ -340,6 +392,7 @@ class VideoList(Dataset):
     def __getstate__(self) -> Dict[str, Any]:  # worker processes start with an empty cache
         state = dict(self.__dict__)
         state["_cache"] = OrderedDict()
+        state["_meta"] = None  # each process reads the metadata cache file itself
         state.pop("_lock", None)
         return state
 
@@ -379,7 +432,8 @@ class VideoFolder(VideoList):
                  sampler: str = "random", clips_per_video: int = 1, clip_stride: int = 1,
                  frame_rate: Optional[float] = None, extensions: Optional[Sequence[str]] = None,
                  transform: Optional[Callable] = None, seed: Optional[int] = None, *,
-                 probe_threads: Optional[int] = None, cache_videos: int = 1024):
+                 metadata_cache: Optional[Union[str, os.PathLike]] = None, probe_threads: Optional[int] = None,
+                 cache_videos: int = 1024):
         self.root = os.fspath(root)
         self.extensions = tuple(e.lower() for e in (extensions if extensions is not None else VIDEO_EXTENSIONS))
         self.classes, self.class_to_idx = find_classes(self.root)
@@ -387,7 +441,8 @@ class VideoFolder(VideoList):
         self._setup([os.path.relpath(p, self.root) for p, _ in found], [t for _, t in found], None,
                     [p for p, _ in found], None, frames_per_clip=frames_per_clip, step=step, sampler=sampler,
                     clips_per_video=clips_per_video, clip_stride=clip_stride, frame_rate=frame_rate,
-                    transform=transform, seed=seed, probe_threads=probe_threads, cache_videos=cache_videos)
+                    transform=transform, seed=seed, metadata_cache=metadata_cache, probe_threads=probe_threads,
+                    cache_videos=cache_videos)
 
 
 # ---- clip transforms -----------------------------------------------------------------------
@@ -615,6 +670,8 @@ def video_plan(folder: VideoList) -> VideoPlan:
                             "sampler": folder.sampler, "clips_per_video": folder.clips_per_video,
                             "clip_stride": folder.clip_stride, "frame_rate": folder.frame_rate or 0.0,
                             "output_type": "rgb"}
+    if folder.metadata_cache is not None:  # written at the folder's construction: the reader probes nothing
+        args["metadata_cache"] = folder.metadata_cache
     t = folder.transform
     after: Callable[[Any], Any] = lambda frames: frames
     if t is None:

@@ -451,6 +451,69 @@ def _write(path, text):
     return path
 
 
+# ---- metadata cache (VideoFolder / VideoList and video_reader share one file) -----------------
+
+def reader_counters(loader):
+    return next(o["counters"] for o in loader._pipe.stats()["operators"] if o["op"] == "video_reader")
+
+
+@pytest.mark.parametrize("sampler", ["contiguous", "random"])
+def test_metadata_cache_is_shared_by_video_folder_and_the_native_reader(folder, tmp_path, sampler):
+    cache = tmp_path / "meta.bin"
+    kw = dict(frames_per_clip=4, sampler=sampler, clip_stride=8, metadata_cache=cache,
+              transform=ClipEvalTransform(resize=(24, 32), crop_size=24))
+    first = VideoFolder(folder, **kw)
+    assert cache.is_file() and first._metadata().probes == len(first.samples) == 5
+    second = VideoFolder(folder, **kw)  # another run: every video from the file
+    meta = second._metadata()
+    assert (meta.probes, meta.hits, meta.misses, len(meta)) == (0, 5, 0, 5)
+    assert len(second) == len(first) and [second.clip_location(i) for i in range(len(second))] == \
+        [first.clip_location(i) for i in range(len(first))]
+    # The native reader reads the same file: no probe at all.
+    loader = native(second, batch_size=2, seed=0, threads=2)
+    batches = list(loader)
+    counters = reader_counters(loader)
+    assert counters["video_probes"] == 0 and counters["video_metadata_cache_hits"] == 5, counters
+    assert sum(len(y) for _, y in batches) == len(second)
+    if sampler == "contiguous":  # the same clips as without a cache
+        plain = VideoFolder(folder, frames_per_clip=4, sampler=sampler, clip_stride=8,
+                            transform=ClipEvalTransform(resize=(24, 32), crop_size=24))
+        assert_close_batches(batches, list(native(plain, batch_size=2, seed=0, threads=2)))
+    # The torch path in a worker process reads the file too.
+    assert len(list(DataLoader(second, batch_size=2, num_workers=1))) == (len(second) + 1) // 2
+
+
+def test_metadata_cache_keys_are_relative_and_bad_files_are_handled(folder, tmp_path):
+    cache = tmp_path / "meta.bin"
+    VideoList(SEGMENTS, root=folder, frames_per_clip=4, metadata_cache=cache)
+    meta = _C.VideoMetadataCache(str(cache))
+    assert len(meta) == 3 and meta.note == ""  # office.mp4 listed twice: one entry
+    # A moved tree keeps its cache: keys are relative to the root.
+    moved = tmp_path / "moved"
+    shutil.copytree(folder, moved, symlinks=True)
+    again = VideoList(SEGMENTS, root=moved, frames_per_clip=4, metadata_cache=cache)
+    assert again._metadata().probes == 0
+    # Corrupt: rebuilt with one warning.
+    data = bytearray(cache.read_bytes())
+    data[30] ^= 0xFF
+    cache.write_bytes(bytes(data))
+    with pytest.warns(RuntimeWarning, match=r"metadata_cache .*meta.bin' is corrupt \(checksum mismatch"):
+        rebuilt = VideoList(SEGMENTS, root=folder, frames_per_clip=4, metadata_cache=cache)
+    assert rebuilt._metadata().probes == 3
+    assert _C.VideoMetadataCache(str(cache)).note == ""
+    # Not a cache: refused, left alone.
+    other = tmp_path / "notes.txt"
+    other.write_text("hello\n")
+    with pytest.raises(ValueError, match="is not a video metadata cache.*refusing to overwrite it"):
+        VideoList(SEGMENTS, root=folder, metadata_cache=other)
+    assert other.read_text() == "hello\n"
+    # A folder that does not exist: a warning, the dataset still works.
+    with pytest.warns(RuntimeWarning, match="the metadata cache was not saved.*no_such_dir"):
+        ds = VideoList(SEGMENTS, root=folder, frames_per_clip=4, sampler="uniform",
+                       metadata_cache=tmp_path / "no_such_dir" / "meta.bin")
+    assert ds[0][0].shape[0] == 4
+
+
 # ---- MediaPipe names -----------------------------------------------------------------------
 
 def test_mediapipe_names_map_onto_video_reader(folder):
