@@ -34,6 +34,7 @@ PipelineSpec video_spec(const BenchArgs& a) {
   PipelineSpec spec;
   PipelineSpec::Args rargs = reader_args(a);
   rargs.emplace_back("shuffle", a.shuffle);
+  rargs.emplace_back("metadata_cache", a.metadata_cache);
   if (a.pipeline == "video-decode") {
     if (a.device != "cpu") throw ConfigError("video-decode runs on the cpu (NVDEC decoding is not built yet)");
     // Every frame of every video, one video per sample, decoded without pixel conversion: what
@@ -49,7 +50,7 @@ PipelineSpec video_spec(const BenchArgs& a) {
   // window per clip, decoded frames cropped and resized straight into the batch.
   const int64_t s = a.size;
   for (auto& kv : std::initializer_list<std::pair<std::string, ArgValue>>{
-           {"frames_per_clip", a.frames}, {"step", a.step}, {"sampler", "random"}, {"random_crop", "resized"},
+           {"frames_per_clip", a.frames}, {"step", a.step}, {"sampler", a.sampler}, {"random_crop", "resized"},
            {"resize", std::vector<int64_t>{s, s}}})
     rargs.emplace_back(kv.first, kv.second);
   auto clips = spec.add("video_reader", {}, rargs, {}, "reader");
