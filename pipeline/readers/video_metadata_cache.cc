@@ -238,6 +238,8 @@ Result<FileStamp> stamp_file(const RandomAccessFile& file) {
   return s;
 }
 
+uint64_t video_metadata_checksum(std::span<const uint8_t> bytes) { return checksum(bytes); }
+
 std::string encode_video_metadata(std::span<const VideoMetadataEntry* const> entries) {
   std::string out(kMagic, sizeof kMagic);
   put_fixed(out, kVideoMetadataVersion, 4);

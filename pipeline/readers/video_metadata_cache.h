@@ -76,6 +76,10 @@ constexpr uint32_t kVideoMetadataVersion = 1;
 /// The file's bytes for `entries` (each info as probe() makes them: see parse for the rules).
 std::string encode_video_metadata(std::span<const VideoMetadataEntry* const> entries);
 
+/// The checksum a cache file's trailer holds for the bytes before it (exposed so that the
+/// fuzz target can fix it up and reach the entries).
+uint64_t video_metadata_checksum(std::span<const uint8_t> bytes);
+
 /// Parses a cache file's bytes. Every field is bounds-checked and every VideoInfo must be one
 /// probe() could make: at least one frame, strictly ascending timestamps and keyframe indices
 /// (at least one, all below the frame count), positive sizes and time base, a rotation of 0,

@@ -4,18 +4,22 @@
 // or allocates past the input's size; an accepted file's entries hold VideoInfos that probe()
 // could make (at least one frame, strictly ascending timestamps and keyframes below the frame
 // count, positive sizes and time base, a right-angle rotation, non-empty keys) and re-encode
-// to exactly the input's bytes (one encoding per content: shortest varints, a checksum).
+// to exactly the input's bytes (one encoding per content: shortest varints, a checksum). Each
+// input is parsed as it is and with its checksum fixed up, so that mutations reach the entries.
 #include <string>
+#include <vector>
 
 #include "pipeline/readers/video_metadata_cache.h"
 #include "tests/fuzz/fuzz_util.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+namespace {
+
+void check(const uint8_t* data, size_t size) {
   using namespace hdl;
   const Result<std::vector<VideoMetadataEntry>> parsed = parse_video_metadata({data, size});
   if (!parsed.is_ok()) {
     HDL_FUZZ_CHECK(!parsed.status().message().empty(), "an error without a message");
-    return 0;
+    return;
   }
   std::vector<const VideoMetadataEntry*> entries;
   for (const VideoMetadataEntry& e : *parsed) {
@@ -36,5 +40,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string again = encode_video_metadata(entries);
   HDL_FUZZ_CHECK(again.size() == size && again.compare(0, size, reinterpret_cast<const char*>(data), size) == 0,
                  "an accepted file does not re-encode to its bytes");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  check(data, size);
+  // The same bytes with the checksum they need: most mutations would otherwise stop at the
+  // checksum and never reach the entries' parser.
+  if (size >= 32) {
+    std::vector<uint8_t> fixed(data, data + size);
+    uint64_t sum = hdl::video_metadata_checksum({fixed.data(), size - 8});
+    for (size_t i = 0; i < 8; ++i) fixed[size - 8 + i] = static_cast<uint8_t>(sum >> (8 * i));
+    check(fixed.data(), size);
+  }
   return 0;
 }
