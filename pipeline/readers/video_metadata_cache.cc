@@ -303,6 +303,8 @@ VideoMetadataCache::VideoMetadataCache(std::string path) : path_(std::move(path)
 std::unique_ptr<VideoMetadataCache> VideoMetadataCache::load(const std::string& path, std::string* note) {
   auto cache = std::make_unique<VideoMetadataCache>(path);
   const auto where = [&] { return "metadata_cache \"" + path + "\""; };
+  std::error_code dir_ec;
+  if (std::filesystem::is_directory(path, dir_ec)) throw ConfigError(where() + " is a folder; name a file in it");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::error_code ec;

@@ -97,8 +97,8 @@ class VideoMetadataCache {
   explicit VideoMetadataCache(std::string path);
   /// The cache in `path`: empty when the file is missing or empty; empty with `*note` set
   /// (e.g. "corrupt (checksum mismatch); rebuilding it") when it is corrupt or of another
-  /// version. Throws ConfigError when the file exists but cannot be read, or is not a video
-  /// metadata cache (it would be overwritten).
+  /// version. Throws ConfigError when the path is a folder, or the file exists but cannot be
+  /// read, or is not a video metadata cache (it would be overwritten).
   static std::unique_ptr<VideoMetadataCache> load(const std::string& path, std::string* note);
 
   const std::string& path() const { return path_; }

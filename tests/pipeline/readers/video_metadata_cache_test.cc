@@ -277,6 +277,7 @@ TEST_F(VideoMetadataCacheTest, LoadAndSave) {
     EXPECT_NE(std::string(e.what()).find("is not a video metadata cache"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("refusing to overwrite it"), std::string::npos) << e.what();
   }
+  EXPECT_THROW(VideoMetadataCache::load(dir_.string(), &note), ConfigError);  // a folder
   // A folder that does not exist: save fails with the reason, naming the file.
   VideoMetadataCache nowhere((dir_ / "no" / "such" / "meta.bin").string());
   const Status st = nowhere.save();
