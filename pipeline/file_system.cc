@@ -18,8 +18,9 @@ class PosixFile final : public RandomAccessFile {
   PosixFile& operator=(const PosixFile&) = delete;
 
   int fd() const { return fd_; }
-  void set_size(int64_t size) { size_ = size; }
+  void set_stat(int64_t size, int64_t modified_ns) { size_ = size, modified_ns_ = modified_ns; }
   int64_t size() const override { return size_; }
+  int64_t modified_ns() const override { return modified_ns_; }
 
   Result<int64_t> read(int64_t offset, int64_t n, void* dst) const override {
     for (;;) {
@@ -32,6 +33,7 @@ class PosixFile final : public RandomAccessFile {
  private:
   int fd_;
   int64_t size_ = 0;
+  int64_t modified_ns_ = 0;
 };
 
 class PosixFileSystem final : public FileSystem {
@@ -45,7 +47,7 @@ class PosixFileSystem final : public FileSystem {
     struct stat st {};
     if (::fstat(fd, &st) != 0) return errno_status(errno);
     if (!S_ISREG(st.st_mode)) return Status::io_error("not a regular file");
-    file->set_size(st.st_size);
+    file->set_stat(st.st_size, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
     return std::unique_ptr<RandomAccessFile>(std::move(file));
   }
 };

@@ -33,6 +33,11 @@ class RandomAccessFile {
   virtual ~RandomAccessFile() = default;
   /// The file's size in bytes when it was opened (it may change later; read() tells).
   virtual int64_t size() const = 0;
+  /// The file's last modification time when it was opened, in nanoseconds since the Unix
+  /// epoch; 0 when the file system does not say (the default). Caches of per-file facts (the
+  /// video metadata cache) use it, with the size and a hash of some bytes, to tell a file
+  /// that changed.
+  virtual int64_t modified_ns() const { return 0; }
   /// Reads up to `n` bytes at `offset` into `dst` (which has room for n), like pread: returns
   /// the number of bytes read, which may be fewer than n (a short read is legal; callers loop)
   /// and is 0 only at or past the end of the file. An error is a Status (kIoError, ...).

@@ -79,6 +79,12 @@ int64_t crop_offset(int64_t size, int64_t crop, double pos) {
   return -static_cast<int64_t>(std::floor(pos * static_cast<double>(crop - size)));
 }
 
+int64_t crop_offset_binned(int64_t size, int64_t crop, double pos) {
+  const int64_t room = size >= crop ? size - crop : crop - size;
+  const int64_t k = std::min(static_cast<int64_t>(std::floor(pos * static_cast<double>(room + 1))), room);
+  return size >= crop ? k : -k;
+}
+
 CropWindow center_crop_window(SizeHW image, SizeHW crop) {
   return {crop_offset(image.h, crop.h, 0.5), crop_offset(image.w, crop.w, 0.5), crop.h, crop.w};
 }

@@ -100,6 +100,13 @@ int64_t round_half_even(double v);
 /// after padding it ((crop - size) // 2 on the left/top).
 int64_t crop_offset(int64_t size, int64_t crop, double pos);
 
+/// The offset of a crop at relative position `pos` in [0, 1] with the axis cut into equal
+/// bins, one per offset: min(floor(pos * (size - crop + 1)), size - crop) when the crop fits,
+/// else -min(floor(pos * (crop - size + 1)), crop - size). A uniform `pos` then gives every
+/// integer offset equally often (torchvision RandomCrop's torch.randint(0, size - crop + 1)),
+/// where crop_offset gives the two end offsets half as often as the others.
+int64_t crop_offset_binned(int64_t size, int64_t crop, double pos);
+
 /// torchvision CenterCrop's window: crop_offset(size, crop, 0.5) on each axis.
 CropWindow center_crop_window(SizeHW image, SizeHW crop);
 

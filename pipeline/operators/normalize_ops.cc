@@ -47,7 +47,7 @@ class CropMirrorNormalizeOp final : public Operator {
  public:
   CropMirrorNormalizeOp(const NodeSpec& n, bool device)
       : device_(device), crop_(crop_size_arg(n.get_ints("crop"))), pos_x_(n.get_float("crop_pos_x")),
-        pos_y_(n.get_float("crop_pos_y")), mirror_(n.get_int("mirror") != 0),
+        pos_y_(n.get_float("crop_pos_y")), bins_(n.get_bool("crop_pos_bins")), mirror_(n.get_int("mirror") != 0),
         dtype_(parse_dtype(n.get_string("dtype"))) {
     options_.norm = parse_norm(n);
     const std::string& layout = n.get_string("output_layout");
@@ -78,8 +78,8 @@ class CropMirrorNormalizeOp final : public Operator {
     HDL_ASSIGN_OR_RETURN(double py, ops::float_arg(io, "crop_pos_y", pos_y_, 0, 1));
     const SizeHW size = crop_ ? *crop_ : SizeHW{h, w};
     kernels::CropMirrorNormalizeOptions o = options_;
-    o.top = crop_offset(h, size.h, py);
-    o.left = crop_offset(w, size.w, px);
+    o.top = offset(h, size.h, py);
+    o.left = offset(w, size.w, px);
     o.mirror = ops::flag_arg(io, "mirror", mirror_);
     if (!clip) {
       const TensorSpec s = spec(size.h, size.w, c);
@@ -106,7 +106,7 @@ class CropMirrorNormalizeOp final : public Operator {
       HDL_ASSIGN_OR_RETURN(double py, ops::float_arg(a, "crop_pos_y", pos_y_, 0, 1));
       const SizeHW size = crop_ ? *crop_ : SizeHW{in.shape[0], in.shape[1]};
       srcs_.push_back(in);
-      windows_.push_back({crop_offset(in.shape[0], size.h, py), crop_offset(in.shape[1], size.w, px),
+      windows_.push_back({offset(in.shape[0], size.h, py), offset(in.shape[1], size.w, px),
                           ops::flag_arg(a, "mirror", mirror_)});
     }
     kernels::cuda::CmnBatchOptions o{options_.fill, options_.layout, options_.norm};
@@ -142,7 +142,7 @@ class CropMirrorNormalizeOp final : public Operator {
       HDL_ASSIGN_OR_RETURN(double py, ops::float_arg(a, "crop_pos_y", pos_y_, 0, 1));
       const int64_t t = in.shape[0], h = in.shape[1], w = in.shape[2];
       const SizeHW size = crop_ ? *crop_ : SizeHW{h, w};
-      const kernels::cuda::CmnWindow window{crop_offset(h, size.h, py), crop_offset(w, size.w, px),
+      const kernels::cuda::CmnWindow window{offset(h, size.h, py), offset(w, size.w, px),
                                             ops::flag_arg(a, "mirror", mirror_)};
       const TensorSpec sp = clip_spec({in.dtype, in.shape, in.layout});
       HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, sp.shape, sp.dtype, sp.layout));
@@ -160,6 +160,10 @@ class CropMirrorNormalizeOp final : public Operator {
       HDL_RETURN_IF_ERROR(kernels::cuda::crop_mirror_normalize(srcs_, windows_, frames, o, io.workspace(), io.stream()));
     }
     return Status::ok();
+  }
+
+  int64_t offset(int64_t size, int64_t crop, double pos) const {
+    return bins_ ? crop_offset_binned(size, crop, pos) : crop_offset(size, crop, pos);
   }
 
   TensorSpec spec(int64_t h, int64_t w, int64_t c) const {
@@ -188,6 +192,7 @@ class CropMirrorNormalizeOp final : public Operator {
   bool clip_channels_first_ = false;
   std::optional<SizeHW> crop_;
   double pos_x_, pos_y_;
+  bool bins_;  // crop_pos_bins
   bool mirror_;
   DType dtype_;
   kernels::CropMirrorNormalizeOptions options_;
@@ -255,6 +260,7 @@ OpSchema crop_mirror_normalize_schema() {
       {"crop", ArgType::kInts, ArgValue(std::vector<int64_t>{}), "[] (no crop), [s] or [h, w]", all_of({list_size({0, 1, 2}), at_least(1)})},
       {"crop_pos_x", ArgType::kFloat, ArgValue(0.5), "relative horizontal window position (0.5: CenterCrop)", in_range(0, 1), true},
       {"crop_pos_y", ArgType::kFloat, ArgValue(0.5), "relative vertical window position (0.5: CenterCrop)", in_range(0, 1), true},
+      {"crop_pos_bins", ArgType::kBool, ArgValue(false), "false: the window's offset is round(pos * (H - h)) (pos 0.5: CenterCrop); true: floor(pos * (H - h + 1)), at most H - h, so that a uniform crop_pos (random_uniform) gives every integer offset equally often, as torchvision's RandomCrop (torch.randint(0, H - h + 1)) does, where rounding gives the two end offsets half as often"},
       {"mirror", ArgType::kInt, ArgValue(0), "1: flip the window left-right", in_range(0, 1), true},
       mean_arg(),
       std_arg(),

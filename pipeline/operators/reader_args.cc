@@ -29,9 +29,22 @@ std::shared_ptr<const Dataset> parse_dataset(const NodeSpec& n, const std::strin
   if (root.empty() && list.empty())
     throw ConfigError("give file_root (a tree of class folders of " + what + "s), file_list (a text file of "
                       "\"path label\" lines) or the samples in memory (files=, labels=)");
+  const FileListFormat format = n.has_arg("file_list_format") ? parse_file_list_format(n.get_string("file_list_format"))
+                                                               : FileListFormat::kPathLabel;
+  if (list.empty() && format != FileListFormat::kPathLabel)
+    throw ConfigError("file_list_format \"" + n.get_string("file_list_format") + "\" is for a file_list; file_root's "
+                      "folders list whole files");
   return std::make_shared<const Dataset>(
       list.empty() ? Dataset::image_folder(root, n.get_strings("extensions"), n.get_bool("allow_empty_classes"))
-                   : Dataset::file_list(list, root));
+                   : Dataset::file_list(list, root, format));
+}
+
+ArgSchema file_list_format_arg() {
+  return {"file_list_format", ArgType::kString, ArgValue("path label"),
+          "what file_list's lines hold: \"path label\", or \"path label start end\" (every line a segment of the "
+          "video: start and end in seconds from its first frame, end - for the video's end; the path is what comes "
+          "before the last three tokens, so it may contain spaces). A video may be listed on several lines",
+          one_of({"path label", "path label start end"})};
 }
 
 std::vector<ArgSchema> sharding_args(const std::string& unit) {

@@ -19,9 +19,11 @@ namespace hdl::ops {
 /// file_root, file_list, extensions (default `extensions`), allow_empty_classes. `what` names a
 /// sample file ("image", "video").
 std::vector<ArgSchema> dataset_args(const std::string& what, const std::vector<std::string>& extensions);
-/// The Dataset those arguments name. Throws ConfigError when neither root nor list is given
-/// (and Dataset's own errors).
+/// The Dataset those arguments name (and file_list_format, when the schema has it). Throws
+/// ConfigError when neither root nor list is given (and Dataset's own errors).
 std::shared_ptr<const Dataset> parse_dataset(const NodeSpec& n, const std::string& what);
+/// file_list_format: "path label" or "path label start end" (Dataset's FileListFormat).
+ArgSchema file_list_format_arg();
 
 /// shuffle, shuffle_buffer, shard_id, num_shards, last_batch, pad_shards; `unit` names a
 /// sample ("samples", "clips").

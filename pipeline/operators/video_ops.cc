@@ -8,8 +8,12 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <string_view>
+#include <unordered_map>
 
 #include <map>
 #include <optional>
@@ -31,6 +35,7 @@
 #include "pipeline/operators/reader_args.h"
 #include "pipeline/readers/clip_sampler.h"
 #include "pipeline/readers/dataset.h"
+#include "pipeline/readers/video_metadata_cache.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 
@@ -64,6 +69,7 @@ struct VideoState final : OpState {
 // Counters shared by the worker threads.
 struct VideoCounters {
   std::atomic<int64_t> probes{0}, clips{0}, frames_decoded{0}, seeks{0}, packets{0}, retries{0};
+  const VideoMetadataCache* metadata = nullptr;  // the reader's metadata cache, if any
   void add(const VideoDecodeReport& r) {
     clips.fetch_add(1, std::memory_order_relaxed);
     frames_decoded.fetch_add(r.frames_decoded, std::memory_order_relaxed);
@@ -72,9 +78,15 @@ struct VideoCounters {
     retries.fetch_add(r.retries, std::memory_order_relaxed);
   }
   std::vector<std::pair<std::string, int64_t>> list() const {
-    return {{"video_probes", probes.load()},        {"video_clips", clips.load()},
-            {"video_frames_decoded", frames_decoded.load()}, {"video_seeks", seeks.load()},
-            {"video_packets", packets.load()}, {"video_retries", retries.load()}};
+    std::vector<std::pair<std::string, int64_t>> l = {
+        {"video_probes", probes.load()},   {"video_clips", clips.load()},
+        {"video_frames_decoded", frames_decoded.load()}, {"video_seeks", seeks.load()},
+        {"video_packets", packets.load()}, {"video_retries", retries.load()}};
+    if (metadata) {
+      l.emplace_back("video_metadata_cache_hits", metadata->hits());
+      l.emplace_back("video_metadata_cache_misses", metadata->misses());
+    }
+    return l;
   }
 };
 
@@ -251,27 +263,56 @@ class ClipDecode {
   bool random_crop_ = false, fused_on_ = false, count_only_ = false;
 };
 
-// The metadata of every video, probed once (by prepare() for the contiguous sampler, else by
-// the first worker that needs it) and kept for the pipeline's life. A failed probe is not kept:
-// the next sample of that video tries again (the file may have been fixed or the error
-// transient), and its error follows the error policy.
+// The metadata of every video file, probed once (by prepare() for the contiguous sampler or a
+// metadata cache, else by the first worker that needs it) and kept for the pipeline's life.
+// Workers that need a file another worker is probing wait for that probe instead of probing
+// it again. A failed probe is not kept: the next sample of that file tries again (the file may
+// have been fixed or the error transient), and its error follows the error policy.
 class InfoCache {
  public:
-  explicit InfoCache(int64_t videos) : infos_(static_cast<size_t>(videos)) {}
+  using Info = std::shared_ptr<const VideoInfo>;
+  explicit InfoCache(int64_t files) : infos_(static_cast<size_t>(files)), probing_(static_cast<size_t>(files), 0) {}
 
-  std::shared_ptr<const VideoInfo> find(int64_t v) const {
-    std::lock_guard lock(mu_[static_cast<size_t>(v) % kStripes]);
-    return infos_[static_cast<size_t>(v)];
+  Info find(int64_t f) const {
+    std::lock_guard lock(stripe(f).mu);
+    return infos_[static_cast<size_t>(f)];
   }
-  void put(int64_t v, std::shared_ptr<const VideoInfo> info) {
-    std::lock_guard lock(mu_[static_cast<size_t>(v) % kStripes]);
-    infos_[static_cast<size_t>(v)] = std::move(info);
+  void put(int64_t f, Info info) {
+    std::lock_guard lock(stripe(f).mu);
+    infos_[static_cast<size_t>(f)] = std::move(info);
+  }
+  /// File f's metadata: kept, or from `probe()` (called without the lock held; another caller
+  /// of get() for f waits for it).
+  template <typename Probe>
+  Result<Info> get(int64_t f, Probe&& probe) {
+    Stripe& s = stripe(f);
+    const size_t i = static_cast<size_t>(f);
+    {
+      std::unique_lock lock(s.mu);
+      s.done.wait(lock, [&] { return !probing_[i]; });
+      if (infos_[i]) return infos_[i];
+      probing_[i] = 1;
+    }
+    Result<Info> got = probe();
+    {
+      std::lock_guard lock(s.mu);
+      probing_[i] = 0;
+      if (got.is_ok()) infos_[i] = *got;
+    }
+    s.done.notify_all();
+    return got;
   }
 
  private:
   static constexpr size_t kStripes = 64;
-  mutable std::array<std::mutex, kStripes> mu_;
-  std::vector<std::shared_ptr<const VideoInfo>> infos_;
+  struct Stripe {
+    std::mutex mu;
+    std::condition_variable done;  // a probe of this stripe finished
+  };
+  Stripe& stripe(int64_t f) const { return stripes_[static_cast<size_t>(f) % kStripes]; }
+  mutable std::array<Stripe, kStripes> stripes_;
+  std::vector<Info> infos_;
+  std::vector<uint8_t> probing_;  // 1 while a worker probes the file
 };
 
 std::vector<ArgSchema> clip_args() {
@@ -303,7 +344,10 @@ class VideoReader : public SourceOperator {
     sampling_.clip_stride = n.get_int("clip_stride");
     if (sampling_.frames_per_clip == 0 && sampling_.sampler != ClipSampler::kContiguous && sampling_.clips_per_video != 1)
       throw ConfigError("frames_per_clip 0 (the whole video) takes clips_per_video 1");
-    infos_ = std::make_unique<InfoCache>(dataset_->size());
+    index_files();
+    infos_ = std::make_unique<InfoCache>(static_cast<int64_t>(file_entry_.size()));
+    describe_ = n.describe();
+    metadata_path_ = n.get_string("metadata_cache");
   }
 
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec>) const override {
@@ -313,24 +357,29 @@ class VideoReader : public SourceOperator {
   }
 
   void prepare(FileSystem& fs) override {
-    if (sampling_.sampler != ClipSampler::kContiguous) {  // the metadata is read lazily
-      clip_offsets_.clear();
-      return;
-    }
-    const int64_t videos = dataset_->size();
-    std::vector<int64_t> clips(static_cast<size_t>(videos));
+    if (!metadata_path_.empty()) load_metadata();
+    // The contiguous sampler needs every video's length to count its clips; with a metadata
+    // cache every sampler reads all of it now, so that the cache is complete once saved and
+    // the next run starts without a probe. Otherwise it is read on a video's first use.
+    clip_offsets_.clear();
+    if (sampling_.sampler != ClipSampler::kContiguous && !metadata_) return;
+    const int64_t files = static_cast<int64_t>(file_entry_.size());
     tbb::enumerable_thread_specific<VideoDecoder> decoders(decode_.decoder_options());
-    tbb::parallel_for(int64_t{0}, videos, [&](int64_t v) {
-      // A video that cannot be read keeps one clip: its sample fails with the reason, under the
-      // pipeline's error policy, instead of vanishing from the dataset unnoticed.
-      clips[v] = 1;
-      if (auto file = fs.open(dataset_->path(v)); file.is_ok())
-        if (auto info = probe(v, **file, decoders.local()); info.is_ok())
-          clips[v] = contiguous_clips(sampling_, timeline_length(**info, sampling_.frame_rate));
+    tbb::parallel_for(int64_t{0}, files, [&](int64_t f) {
+      // A file that cannot be opened or probed is left to its samples, which report why.
+      if (auto file = fs.open(dataset_->path(file_entry_[f])); file.is_ok())
+        if (auto info = read_metadata(f, **file, decoders.local()); info.is_ok()) infos_->put(f, *std::move(info));
     });
+    if (metadata_ && metadata_->changed()) {
+      if (Status st = metadata_->save(); !st.is_ok())
+        std::fprintf(stderr, "hdl: %s: warning: the metadata cache was not saved (%s)\n", describe_.c_str(),
+                     st.message().c_str());
+    }
+    if (sampling_.sampler != ClipSampler::kContiguous) return;
+    const int64_t videos = dataset_->size();
     clip_offsets_.assign(1, 0);
     clip_offsets_.reserve(static_cast<size_t>(videos) + 1);
-    for (int64_t c : clips) clip_offsets_.push_back(clip_offsets_.back() + c);
+    for (int64_t v = 0; v < videos; ++v) clip_offsets_.push_back(clip_offsets_.back() + contiguous_clips_of(v));
   }
 
   int64_t num_samples() const override {
@@ -372,12 +421,11 @@ class VideoReader : public SourceOperator {
     c.video = file_index(sample);
     const int64_t k = sampling_.sampler == ClipSampler::kContiguous ? sample - clip_offsets_[c.video]
                                                                      : sample % sampling_.clips_per_video;
+    auto& st = *static_cast<VideoState*>(io.state());
     HDL_ASSIGN_OR_RETURN(c.file, io.file_system().open(dataset_->path(c.video)));
-    c.info = infos_->find(c.video);
-    if (!c.info) {
-      HDL_ASSIGN_OR_RETURN(c.info, probe(c.video, *c.file, static_cast<VideoState*>(io.state())->decoder));
-    }
-    HDL_ASSIGN_OR_RETURN(c.frames, clip_frames(sampling_, *c.info, k, io.rng()));
+    const int64_t f = file_of_[c.video];
+    HDL_ASSIGN_OR_RETURN(c.info, infos_->get(f, [&] { return read_metadata(f, *c.file, st.decoder); }));
+    HDL_ASSIGN_OR_RETURN(c.frames, frames_of(c.video, *c.info, k, io.rng()));
     return c;
   }
 
@@ -396,21 +444,95 @@ class VideoReader : public SourceOperator {
   VideoCounters& video_counters() const { return counters_; }
 
  private:
-  // Reads video v's metadata and keeps it for the pipeline's life.
-  Result<std::shared_ptr<const VideoInfo>> probe(int64_t v, const RandomAccessFile& file, VideoDecoder& decoder) const {
+  // Entries naming the same path (segments of one video on several lines) share one file, so
+  // that its metadata is read once.
+  void index_files() {
+    const int64_t n = dataset_->size();
+    file_of_.resize(static_cast<size_t>(n));
+    std::unordered_map<std::string_view, int64_t> seen;
+    seen.reserve(static_cast<size_t>(n));
+    for (int64_t v = 0; v < n; ++v) {
+      const auto [it, added] = seen.try_emplace(dataset_->relative_path(v), static_cast<int64_t>(file_entry_.size()));
+      if (added) file_entry_.push_back(v);
+      file_of_[static_cast<size_t>(v)] = it->second;
+    }
+  }
+
+  // File f's metadata: from the metadata cache when it holds a valid entry, else probed
+  // (counted; kept in the cache, which prepare() saves).
+  Result<std::shared_ptr<const VideoInfo>> read_metadata(int64_t f, const RandomAccessFile& file,
+                                                         VideoDecoder& decoder) const {
+    if (metadata_) {
+      bool probed = false;
+      Result<std::shared_ptr<const VideoInfo>> info =
+          metadata_->get_or_probe(std::string(dataset_->relative_path(file_entry_[f])), file, decoder, &probed);
+      if (probed) counters_.probes.fetch_add(1, std::memory_order_relaxed);
+      return info;
+    }
     HDL_ASSIGN_OR_RETURN(VideoInfo probed, decoder.probe(file));
     counters_.probes.fetch_add(1, std::memory_order_relaxed);
-    auto info = std::make_shared<const VideoInfo>(std::move(probed));
-    infos_->put(v, info);
-    return info;
+    return std::make_shared<const VideoInfo>(std::move(probed));
+  }
+
+  // Reads the metadata cache file once per pipeline; a corrupt one is rebuilt with a warning.
+  void load_metadata() {
+    if (metadata_) return;
+    std::string note;
+    try {
+      metadata_ = VideoMetadataCache::load(metadata_path_, &note);
+    } catch (const ConfigError& e) {
+      throw ConfigError(describe_ + ": " + e.what());
+    }
+    if (!note.empty())
+      std::fprintf(stderr, "hdl: %s: warning: metadata_cache \"%s\" is %s\n", describe_.c_str(), metadata_path_.c_str(),
+                   note.c_str());
+    counters_.metadata = metadata_.get();
+  }
+
+  // Entry v's timeline positions: the whole video, or its segment's. Errors name the segment
+  // and where it was listed.
+  Result<TimelineRange> range_of(int64_t v, const VideoInfo& info) const {
+    if (!dataset_->has_segments()) return whole_timeline(info, sampling_.frame_rate);
+    const Segment seg = dataset_->segment(v);
+    Result<TimelineRange> range = segment_range(info, sampling_.frame_rate, seg);
+    if (!range.is_ok()) return segment_error(v, range.status());
+    return range;
+  }
+
+  Status segment_error(int64_t v, const Status& st) const {
+    return Status(st.code(), "segment " + describe_segment(dataset_->segment(v)) + " (" + dataset_->source(v) +
+                                 "): " + st.message());
+  }
+
+  Result<std::vector<int64_t>> frames_of(int64_t v, const VideoInfo& info, int64_t k, RandomStream& rng) const {
+    if (!dataset_->has_segments()) return clip_frames(sampling_, info, k, rng);
+    HDL_ASSIGN_OR_RETURN(const TimelineRange range, range_of(v, info));
+    Result<std::vector<int64_t>> frames = clip_frames(sampling_, info, range, k, rng);
+    if (!frames.is_ok()) return segment_error(v, frames.status());
+    return frames;
+  }
+
+  // Contiguous: entry v's clips. One (failing) clip for a video that cannot be read or a
+  // segment that makes no sense, so that the error is reported when it runs instead of the
+  // entry vanishing unnoticed; none for a video or segment shorter than a clip (VideoClips).
+  int64_t contiguous_clips_of(int64_t v) const {
+    const std::shared_ptr<const VideoInfo> info = infos_->find(file_of_[v]);
+    if (!info) return 1;
+    const Result<TimelineRange> range = range_of(v, *info);
+    return range.is_ok() ? contiguous_clips(sampling_, range->length()) : 1;
   }
 
   std::shared_ptr<const Dataset> dataset_;  // shared with the spec when given in memory
   Sharding sharding_;
   ClipSampling sampling_;
   ClipDecode decode_;
-  std::vector<int64_t> clip_offsets_;  // contiguous: first sample of each video, and the total
-  std::unique_ptr<InfoCache> infos_;
+  std::vector<int64_t> file_of_;      // entry -> file (entries naming one path share it)
+  std::vector<int64_t> file_entry_;   // file -> its first entry
+  std::vector<int64_t> clip_offsets_;  // contiguous: first sample of each entry, and the total
+  std::unique_ptr<InfoCache> infos_;  // by file
+  std::string describe_;              // `video_reader "name"`, for warnings
+  std::string metadata_path_;         // metadata_cache, or empty
+  std::unique_ptr<VideoMetadataCache> metadata_;  // loaded by prepare()
   mutable VideoCounters counters_;
 };
 
@@ -657,20 +779,27 @@ OpSchema video_reader_schema() {
           "(clips_per_video random clips per video, new every epoch), uniform (clips_per_video evenly "
           "spaced, as torchvision's UniformClipSampler) or contiguous (every clip, clip_stride apart, as "
           "torchvision's VideoClips). Frame indices are presentation order; frame_rate samples by time. "
-          "Metadata is read once per video (contiguous: at start, in parallel; else on first use), never "
-          "by decoding. Optionally fused with RandomResizedCrop / Resize / CenterCrop, one window per clip. "
+          "With segments (file_list_format \"path label start end\", or segments given in memory) clips "
+          "are drawn inside each entry's segment only: the timeline positions whose time lies in [start, end); "
+          "a segment that is empty, starts past its video's end or is shorter than a clip fails its samples "
+          "(named, under the error policy; contiguous: no clips for one shorter than a clip). "
+          "Metadata is read once per video (contiguous or with a metadata_cache: at start, in parallel; else on "
+          "first use), never by decoding; metadata_cache keeps it on disk across runs. Optionally fused with "
+          "RandomResizedCrop / Resize / CenterCrop, one window per clip. "
           "Samples are clips: shuffling, sharding and the last-batch policy apply to clips.";
   s.is_source = true;
   s.outputs = {{"frames", "[T, H, W, C] uint8 (FHWC), or the frame count (output \"count\")"},
                {"label", "the class index (int64 scalar)"},
                {"frame_indices", "[T] int64: the clip's frames (presentation order)"},
-               {"video", "the video's index in the dataset (int64 scalar), e.g. to average clip scores per video"}};
+               {"video", "the entry's index in the dataset (int64 scalar: the video, or with segments the segment), e.g. to average clip scores per video"}};
   s.uses_randomness = true;
   s.args = ops::dataset_args("video", default_video_extensions());
+  s.args.push_back(ops::file_list_format_arg());
   s.args.insert(s.args.end(), {
       {"sampler", ArgType::kString, ArgValue("random"), "random, uniform or contiguous", one_of({"random", "uniform", "contiguous"})},
       {"clips_per_video", ArgType::kInt, ArgValue(1), "random and uniform: clips drawn from each video per epoch", at_least(1)},
       {"clip_stride", ArgType::kInt, ArgValue(1), "contiguous: timeline positions between clip starts (VideoClips' frames_between_clips)", at_least(1)},
+      {"metadata_cache", ArgType::kString, ArgValue(""), "a file keeping every video's metadata across runs (binary, versioned; keyed by the path relative to file_root, an entry valid while the file's size, modification time and a hash of its first and last 64 KiB are unchanged): read when the pipeline is built, every video missing from it or changed probed in parallel (with any sampler), and saved atomically (a temporary file renamed over it; processes sharing it: the last one wins) when something was added. A missing file is created, a corrupt one or one of another version rebuilt with one warning; a file that is not a metadata cache is refused. \"\": none (metadata is read once per run; contiguous: at start, else on first use)"},
   });
   for (ArgSchema& a : ops::sharding_args("clips")) s.args.push_back(std::move(a));
   for (ArgSchema& a : clip_args()) s.args.push_back(std::move(a));

@@ -15,6 +15,11 @@
 //     frames_between_clips = clip_stride); a video shorter than a clip has none.
 // frames_per_clip 0 is the whole timeline as one clip (decode-only benchmarks, short videos).
 //
+// A segment (pipeline/readers/dataset.h: [start, end) in seconds from the first frame) limits
+// all of that to the timeline positions whose time lies in it: position j's time is frame j's
+// (pts - first pts, in seconds) or j / frame_rate. Clips then start, end and are counted
+// inside the segment's range of positions, exactly as for a video that had only those.
+//
 // Thread safety: pure functions.
 #pragma once
 
@@ -26,6 +31,7 @@
 #include "media/api.h"
 #include "media/status.h"
 #include "pipeline/random.h"
+#include "pipeline/readers/dataset.h"
 
 HDL_API_BEGIN
 namespace hdl {
@@ -51,6 +57,22 @@ int64_t timeline_length(const VideoInfo& info, double frame_rate);
 /// The frame shown at timeline position j (0 <= j < timeline_length).
 int64_t timeline_frame(const VideoInfo& info, double frame_rate, int64_t j);
 
+/// Timeline positions [begin, end) that clips may use.
+struct TimelineRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t length() const { return end - begin; }
+};
+/// The whole timeline: [0, timeline_length).
+TimelineRange whole_timeline(const VideoInfo& info, double frame_rate);
+/// The positions whose time lies in `segment` (an end past the video's is the video's end).
+/// Errors (kInvalidData) naming the segment: end not after start, a negative start, a start
+/// at or past the video's end ("the video lasts D s"), no position inside (a segment between
+/// two frames). The whole timeline for Segment{} (0, +infinity).
+Result<TimelineRange> segment_range(const VideoInfo& info, double frame_rate, const Segment& segment);
+/// "[1.5 s, 4 s)" or "[1.5 s, end)", for messages.
+std::string describe_segment(const Segment& segment);
+
 /// Clips a video with `length` timeline positions has under the contiguous sampler.
 int64_t contiguous_clips(const ClipSampling& s, int64_t length);
 
@@ -70,6 +92,11 @@ Status check_clip_fits(const ClipSampling& s, const VideoInfo& info);
 /// shorter than a clip: "the video has N frames (timeline length L), a clip needs S".
 Result<std::vector<int64_t>> clip_frames(const ClipSampling& s, const VideoInfo& info, int64_t k,
                                          RandomStream& rng);
+/// The same inside the positions `range` (a segment_range): starts are counted from
+/// range.begin, and a whole-timeline clip is the range. Errors (kInvalidData) when the range
+/// is shorter than a clip: "the segment has L frames (positions B to E), a clip needs S".
+Result<std::vector<int64_t>> clip_frames(const ClipSampling& s, const VideoInfo& info, TimelineRange range,
+                                         int64_t k, RandomStream& rng);
 
 }  // namespace hdl
 HDL_API_END

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <system_error>
 
@@ -132,7 +134,39 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' |
 
 }  // namespace
 
-void Dataset::add_list_line(std::string_view line, const std::string& list_path, int64_t line_no) {
+namespace {
+
+// Splits the last whitespace-separated token off `line` (already trimmed at its end): returns
+// it and leaves in `line` what is before it, trailing whitespace removed. Empty when the line
+// has a single token (nothing before it).
+std::string_view pop_last_token(std::string_view& line) {
+  const size_t sep = line.find_last_of(" \t");
+  if (sep == std::string_view::npos) return {};
+  const std::string_view token = line.substr(sep + 1);
+  size_t end = sep;
+  while (end > 0 && is_space(line[end - 1])) --end;
+  line = line.substr(0, end);
+  return token;
+}
+
+// A finite decimal number, all of `text`; nullopt otherwise.
+std::optional<double> parse_seconds(std::string_view text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+FileListFormat parse_file_list_format(const std::string& name) {
+  if (name == "path label") return FileListFormat::kPathLabel;
+  if (name == "path label start end") return FileListFormat::kPathLabelStartEnd;
+  throw ConfigError("file_list_format must be \"path label\" or \"path label start end\", got \"" + name + "\"");
+}
+
+void Dataset::add_list_line(std::string_view line, const std::string& list_path, int64_t line_no,
+                            FileListFormat format) {
   const auto where = [&] { return "file_list \"" + list_path + "\" line " + std::to_string(line_no); };
   if (line.size() > kMaxListLineBytes)
     throw ConfigError(where() + ": line is longer than the limit of " + std::to_string(kMaxListLineBytes) +
@@ -148,12 +182,28 @@ void Dataset::add_list_line(std::string_view line, const std::string& list_path,
     throw ConfigError(where() + ": NUL byte in " + shown(line) + " (a binary file?)");
   if (line.find('\r') != std::string_view::npos)
     throw ConfigError(where() + ": CR byte inside " + shown(line) + " (CR line endings? lines must end in LF or CRLF)");
-  const size_t sep = line.find_last_of(" \t");
-  if (sep == std::string_view::npos)
+  const bool segmented = format == FileListFormat::kPathLabelStartEnd;
+  std::string_view rest = line;
+  Segment segment;
+  if (segmented) {
+    const std::string_view end_text = pop_last_token(rest);
+    const std::string_view start_text = end_text.empty() ? std::string_view() : pop_last_token(rest);
+    if (start_text.empty() || rest.find_first_of(" \t") == std::string_view::npos)
+      throw ConfigError(where() + ": expected \"path label start end\" (times in seconds, end - for the video's end), got " +
+                        shown(line));
+    const std::optional<double> start = parse_seconds(start_text);
+    if (!start) throw ConfigError(where() + ": start " + shown(start_text) + " is not a number of seconds");
+    segment.start = *start;
+    if (end_text != "-") {
+      const std::optional<double> end = parse_seconds(end_text);
+      if (!end) throw ConfigError(where() + ": end " + shown(end_text) + " is not a number of seconds or - (the video's end)");
+      segment.end = *end;
+    }
+  }
+  const std::string_view label_text = pop_last_token(rest);
+  if (label_text.empty())
     throw ConfigError(where() + ": expected \"path label\", got " + shown(line));
-  size_t path_end = sep;
-  while (path_end > 0 && is_space(line[path_end - 1])) --path_end;
-  const std::string_view label_text = line.substr(sep + 1);
+  const size_t path_end = rest.size();
   int64_t label = 0;
   const auto [end, ec] = std::from_chars(label_text.data(), label_text.data() + label_text.size(), label);
   if (ec == std::errc::result_out_of_range)
@@ -163,27 +213,33 @@ void Dataset::add_list_line(std::string_view line, const std::string& list_path,
   if (path_end > kMaxListPathBytes)
     throw ConfigError(where() + ": path is " + std::to_string(path_end) + " bytes, longer than PATH_MAX (" +
                       std::to_string(kMaxListPathBytes) + ")");
-  add(line.substr(0, path_end), label);
+  add(rest, label);
+  if (segmented) {
+    segments_.push_back(segment);
+    lines_.push_back(line_no);
+  }
 }
 
-Dataset Dataset::file_list(const std::string& list_path, const std::string& root) {
+Dataset Dataset::file_list(const std::string& list_path, const std::string& root, FileListFormat format) {
   std::ifstream in(list_path, std::ios::binary);
   if (!in) throw ConfigError("file_list \"" + list_path + "\" cannot be opened");
   std::error_code ec;
   const uintmax_t bytes = fs::file_size(list_path, ec);
   return parse_file_list(in, list_path, root.empty() ? fs::path(list_path).parent_path().string() : root,
-                         ec ? 0 : bytes);
+                         ec ? 0 : bytes, format);
 }
 
-Dataset Dataset::file_list_from_text(std::string_view text, const std::string& list_name, const std::string& root) {
+Dataset Dataset::file_list_from_text(std::string_view text, const std::string& list_name, const std::string& root,
+                                     FileListFormat format) {
   std::istringstream in{std::string(text)};
-  return parse_file_list(in, list_name, root, text.size());
+  return parse_file_list(in, list_name, root, text.size(), format);
 }
 
 Dataset Dataset::parse_file_list(std::istream& in, const std::string& list_path, std::string root,
-                                 uintmax_t size_hint) {
+                                 uintmax_t size_hint, FileListFormat format) {
   Dataset d;
   d.root_ = std::move(root);
+  d.list_name_ = list_path;
   // The paths take fewer bytes than the list.
   d.names_.reserve(static_cast<size_t>(std::min<uintmax_t>(size_hint, uintmax_t(1) << 30)));
   // Read in chunks and split at LF: no per-line allocation, and a line is never longer than
@@ -202,12 +258,12 @@ Dataset Dataset::parse_file_list(std::istream& in, const std::string& list_path,
     size_t pos = 0;
     while (const void* nl = std::memchr(buf.data() + pos, '\n', have - pos)) {
       const size_t end = static_cast<const char*>(nl) - buf.data();
-      d.add_list_line(std::string_view(buf.data() + pos, end - pos), list_path, ++line_no);
+      d.add_list_line(std::string_view(buf.data() + pos, end - pos), list_path, ++line_no, format);
       pos = end + 1;
     }
-    if (eof && pos < have) d.add_list_line(std::string_view(buf.data() + pos, have - pos), list_path, ++line_no);
-    if (!eof && have - pos > kMaxListLineBytes)
-      d.add_list_line(std::string_view(buf.data() + pos, have - pos), list_path, line_no + 1);  // throws: too long
+    if (eof && pos < have) d.add_list_line(std::string_view(buf.data() + pos, have - pos), list_path, ++line_no, format);
+    if (!eof && have - pos > kMaxListLineBytes)  // throws: too long
+      d.add_list_line(std::string_view(buf.data() + pos, have - pos), list_path, line_no + 1, format);
     std::memmove(buf.data(), buf.data() + pos, have - pos);
     have -= pos;
     if (!eof && buf.size() < full) buf.resize(full);
@@ -217,14 +273,24 @@ Dataset Dataset::parse_file_list(std::istream& in, const std::string& list_path,
   // no memory, and shrinking would copy every path (a peak of twice the paths' bytes).
   d.offsets_.shrink_to_fit();
   d.labels_.shrink_to_fit();
+  d.segments_.shrink_to_fit();
+  d.lines_.shrink_to_fit();
   return d;
 }
 
 Dataset Dataset::from_samples(const std::vector<std::string>& paths, const std::vector<int64_t>& labels,
-                              const std::string& root) {
+                              const std::string& root, const std::vector<Segment>& segments) {
   if (!labels.empty() && labels.size() != paths.size())
     throw ConfigError("samples: " + std::to_string(paths.size()) + " files and " + std::to_string(labels.size()) +
                       " labels (give one label per file, or none)");
+  if (!segments.empty() && segments.size() != paths.size())
+    throw ConfigError("samples: " + std::to_string(paths.size()) + " files and " + std::to_string(segments.size()) +
+                      " segments (give one segment per file, or none)");
+  for (size_t i = 0; i < segments.size(); ++i)
+    if (!std::isfinite(segments[i].start) || std::isnan(segments[i].end))
+      throw ConfigError("samples: segments[" + std::to_string(i) + "] is [" + std::to_string(segments[i].start) + ", " +
+                        std::to_string(segments[i].end) + "): start must be a finite number of seconds, end a number or "
+                        "infinity (the video's end)");
   Dataset d;
   d.root_ = root;
   size_t bytes = 0;
@@ -242,6 +308,7 @@ Dataset Dataset::from_samples(const std::vector<std::string>& paths, const std::
                         std::to_string(kMaxListPathBytes) + ")");
     d.add(p, labels.empty() ? static_cast<int64_t>(i) : labels[i]);
   }
+  d.segments_ = segments;
   return d;
 }
 
@@ -256,6 +323,14 @@ std::string Dataset::path(int64_t i) const {
   if (!p.empty() && p.back() != '/') p += '/';
   p += relative_path(i);
   return p;
+}
+
+std::string Dataset::source(int64_t i) const {
+  if (!list_name_.empty() && static_cast<size_t>(i) < lines_.size())
+    return "file_list \"" + list_name_ + "\" line " + std::to_string(lines_[static_cast<size_t>(i)]);
+  if (!list_name_.empty()) return "file_list \"" + list_name_ + "\" entry " + std::to_string(i);
+  if (!classes_.empty()) return "file_root \"" + root_ + "\" entry " + std::to_string(i);
+  return "samples[" + std::to_string(i) + "]";
 }
 
 std::map<std::string, int64_t> Dataset::class_to_idx() const {

@@ -39,6 +39,9 @@ options:
   --seed N           shuffling and augmentation seed (0)
   --size N           output side (224; video-train 112); --resize N: resnet-eval's shorter side (256)
   --frames N, --step N   video-train: frames per clip (16) and frame step (2)
+  --sampler S        video-train's clip sampler: random (default), uniform or contiguous
+  --metadata-cache F video pipelines: video_reader's metadata cache file (read, completed and
+                     saved when the pipeline is built; a second run probes no video)
   --no-dct-scaling   decode at full scale (exact torchvision pixels; slower on large images)
   --jpeg-index-mb N  memory for JPEG entry-point indexes, which let later epochs skip the
                      Huffman decoding outside each crop (512; 0: off)
@@ -79,6 +82,12 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     } else if (arg == "--batch-size") a.batch_size = number(1), a.batch_size_given = true;
     else if (arg == "--frames") a.frames = number(1);
     else if (arg == "--step") a.step = number(1);
+    else if (arg == "--sampler") {
+      a.sampler = text();
+      if (a.sampler != "random" && a.sampler != "uniform" && a.sampler != "contiguous")
+        fail("--sampler must be random, uniform or contiguous, got \"" + a.sampler + "\"");
+    }
+    else if (arg == "--metadata-cache") a.metadata_cache = text();
     else if (arg == "--threads") a.threads = static_cast<int>(number(0));
     else if (arg == "--prefetch") a.prefetch = static_cast<int>(number(1));
     else if (arg == "--epochs") a.epochs = static_cast<int>(number(1));
@@ -118,7 +127,10 @@ BenchArgs parse_bench_args(int argc, char** argv) {
   if (a.max_failures_given && !a.skip_errors)
     fail("--max-failures needs --skip-errors (without it the first failure stops the run)");
   if (a.layout != "CHW" && a.layout != "HWC") fail("--layout must be CHW or HWC, got " + a.layout);
-  if (a.pipeline == "video-decode" || a.pipeline == "video-train") {  // clips are larger than images
+  const bool video = a.pipeline == "video-decode" || a.pipeline == "video-train";
+  if (!a.metadata_cache.empty() && !video) fail("--metadata-cache is for video-decode and video-train");
+  if (a.sampler != "random" && a.pipeline != "video-train") fail("--sampler is for video-train");
+  if (video) {  // clips are larger than images
     if (!a.batch_size_given) a.batch_size = a.pipeline == "video-decode" ? 1 : 8;
     if (!a.size_given) a.size = 112;
   }

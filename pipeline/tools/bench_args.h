@@ -32,6 +32,8 @@ struct BenchArgs {
   bool size_given = false;
   int64_t frames = 16;           ///< --frames: video-train frames per clip
   int64_t step = 2;              ///< --step: video-train frame step
+  std::string sampler = "random";///< --sampler: video-train's clip sampler (random, uniform, contiguous)
+  std::string metadata_cache;    ///< --metadata-cache: video_reader's metadata_cache file ("": none)
   int resize = 256;              ///< --resize: resnet-eval's shorter side before the center crop
   bool dct_scaling = true;       ///< --no-dct-scaling turns DCT-domain reduction off (exact pixels)
   int64_t jpeg_index_mb = 512;   ///< --jpeg-index-mb: image_decoder's index_cache_mb (0: off)

@@ -34,6 +34,7 @@ PipelineSpec video_spec(const BenchArgs& a) {
   PipelineSpec spec;
   PipelineSpec::Args rargs = reader_args(a);
   rargs.emplace_back("shuffle", a.shuffle);
+  rargs.emplace_back("metadata_cache", a.metadata_cache);
   // --device cuda: clips to the device; --decoder hardware (auto resolved by the caller): decoded
   // by NVDEC on the mixed stage (CPU threads take what it cannot), the normalise on the gpu stage.
   const bool gpu = a.device != "cpu";
@@ -52,7 +53,7 @@ PipelineSpec video_spec(const BenchArgs& a) {
   // window per clip, decoded frames cropped and resized straight into the batch.
   const int64_t s = a.size;
   for (auto& kv : std::initializer_list<std::pair<std::string, ArgValue>>{
-           {"frames_per_clip", a.frames}, {"step", a.step}, {"sampler", "random"}, {"random_crop", "resized"},
+           {"frames_per_clip", a.frames}, {"step", a.step}, {"sampler", a.sampler}, {"random_crop", "resized"},
            {"resize", std::vector<int64_t>{s, s}}})
     rargs.emplace_back(kv.first, kv.second);
   auto clips = spec.add("video_reader", {}, rargs, {}, "reader", reader_stage);

@@ -4,8 +4,9 @@
   ImageFolder pipelines natively (threads, no worker processes, no pickling) and falls back
   to torch for anything else, saying why.
 - ``Pipeline`` / ``MediaPipe`` + ``fn``: build your own graph of operators.
-- ``VideoFolder`` + ``video.ClipTrainTransform`` / ``ClipEvalTransform``: clips of a folder of
-  videos, a torch Dataset that HabanaDataLoader runs natively (``fn.video_reader``).
+- ``VideoFolder`` / ``VideoList`` + ``video.ClipTrainTransform`` / ``ClipEvalTransform``: clips
+  of a folder of videos or of listed videos or segments, torch Datasets that HabanaDataLoader
+  runs natively (``fn.video_reader``).
 - ``DataError``: a sample could not be produced (``.code`` names the status).
 """
 
@@ -16,8 +17,8 @@ from ._graph import DataNode
 from .loader import HabanaDataLoader
 from .pipeline import MediaPipe, Pipeline
 from . import video
-from .video import VideoFolder
+from .video import VideoFolder, VideoList
 
 __version__ = "0.1.0"
-__all__ = ["DataError", "DataNode", "HabanaDataLoader", "MediaPipe", "Pipeline", "VideoFolder", "fn", "video",
+__all__ = ["DataError", "DataNode", "HabanaDataLoader", "MediaPipe", "Pipeline", "VideoFolder", "VideoList", "fn", "video",
            "__version__"]

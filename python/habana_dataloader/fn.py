@@ -40,26 +40,30 @@ def _stage(device: Any) -> str:
     return _STAGES[key]
 
 
-def _samples(op: str, constants: Dict[str, Any]) -> Optional["_C.Samples"]:
-    """A reader's ``files=`` / ``labels=`` (DALI's names), taken out of its arguments: the
-    samples in memory, handed to the pipeline as a typed object (no file list on disk, no
-    JSON). ``files``: paths, relative to ``file_root`` when given; ``labels``: one int per
-    file (default: each file's index)."""
+def _samples(op: str, constants: Dict[str, Any], takes_segments: bool) -> Optional["_C.Samples"]:
+    """A reader's ``files=`` / ``labels=`` (DALI's names) and, for video_reader,
+    ``segments=``, taken out of its arguments: the samples in memory, handed to the pipeline
+    as a typed object (no file list on disk, no JSON). ``files``: paths, relative to
+    ``file_root`` when given; ``labels``: one int per file (default: each file's index);
+    ``segments``: one (start, end) per file, in seconds (end None: the video's end)."""
     files = constants.pop("files", None)
     labels = constants.pop("labels", None)
+    segments = constants.pop("segments", None) if takes_segments else None
     if files is None:
-        if labels is not None:
-            raise TypeError(f"{op}() argument 'labels' needs 'files'")
+        for name, value in (("labels", labels), ("segments", segments)):
+            if value is not None:
+                raise TypeError(f"{op}() argument '{name}' needs 'files'")
         return None
     if isinstance(files, _C.Samples):
-        if labels is not None:
-            raise TypeError(f"{op}() argument 'labels' is part of the Samples given as 'files'")
+        for name, value in (("labels", labels), ("segments", segments)):
+            if value is not None:
+                raise TypeError(f"{op}() argument '{name}' is part of the Samples given as 'files'")
         return files
     if isinstance(files, (str, bytes)) or not hasattr(files, "__iter__"):
         raise TypeError(f"{op}() argument 'files' must be a sequence of paths, got {type(files).__name__}")
     if constants.get("file_list"):
         raise TypeError(f"{op}() takes 'files' or 'file_list', not both")
-    return _C.Samples(files, labels, str(constants.get("file_root", "") or ""))
+    return _C.Samples(files, labels, str(constants.get("file_root", "") or ""), segments)
 
 
 def _make(schema: dict) -> Callable:
@@ -69,6 +73,7 @@ def _make(schema: dict) -> Callable:
     output_names = [o[0] for o in schema["outputs"]]
     variadic = op == "python_function"
     reads_files = any(a["name"] == "file_list" for a in schema["args"])
+    takes_segments = any(a["name"] == "file_list_format" for a in schema["args"])
 
     def call(*inputs: DataNode, name: str = None, device: str = "cpu", **kwargs: Any):
         if not variadic and len(inputs) != n_inputs:
@@ -83,7 +88,7 @@ def _make(schema: dict) -> Callable:
                 allowed = ", ".join(sorted(per_sample)) or "none"
                 raise TypeError(f"{op}() argument '{k}' cannot be a per-sample input (those that can: {allowed})")
         constants = {k: v for k, v in kwargs.items() if not isinstance(v, DataNode)}
-        samples = _samples(op, constants) if reads_files else None
+        samples = _samples(op, constants, takes_segments) if reads_files else None
         function = None
         outs = output_names
         if variadic:
@@ -108,6 +113,9 @@ def _make(schema: dict) -> Callable:
         call.__doc__ += ("\n\nIn Python also ``files=`` (a sequence of paths, relative to file_root when given) "
                          "and ``labels=`` (one int per file; default: the file's index) instead of file_root's "
                          "folders or a file_list: the samples go to the pipeline in memory.")
+    if takes_segments:
+        call.__doc__ += (" With them ``segments=``: one (start, end) per file in seconds from the video's first "
+                         "frame (end None: the video's end), the part of the video its clips are drawn from.")
     return call
 
 

@@ -3,7 +3,7 @@
 A torchvision ImageFolder/DatasetFolder or a timm ImageDataset over an image folder (or a
 Subset of one; or DINO's ReturnIndexDataset, an ImageFolder returning the index in place of the
 label) whose transform the pipeline can express runs natively: threads instead of worker processes, no pickling, no per-sample Python.
-So does a habana_dataloader.VideoFolder whose transform is None or one of its clip transforms
+So does a habana_dataloader.VideoFolder or VideoList whose transform is None or one of its clip transforms
 (video_reader over the folder's videos; the sampler's indices are clip indices).
 Anything else runs torch's own DataLoader code (the loader *is* one: the same iterators,
 workers, warnings and errors), with every reason listed in ``.fallback_reason``, logged, and
@@ -406,6 +406,7 @@ class HabanaDataLoader(DataLoader[T_co]):
         self._source = source
         if self._video is not None:
             self._samples = base.samples
+            self._video_dataset = base
             if self._index_map is not None:
                 # The pipeline's samples are the VideoFolder's clips; a Subset's indices map onto them.
                 self._order_map = np.asarray(self._index_map, dtype=np.int64)
@@ -466,13 +467,16 @@ class HabanaDataLoader(DataLoader[T_co]):
             clips, expected = pipe.dataset_info()["samples"], len(base)
             if clips != expected:  # a safety net: both count with clip_sampler.cc's rules
                 self._drop_pipeline()
-                raise Unsupported(f"video_reader counts {clips} clips where the VideoFolder has {expected}")
+                raise Unsupported(f"video_reader counts {clips} clips where the {type(base).__name__} has {expected}")
         if self._pipe_seed is None:
             self._drop_pipeline()
 
     def _make_sample_list(self) -> "_C.Samples":
         """The pipeline's samples: entry i is the file and label of dataset[i] (through any
-        Subset; for a ReturnIndexDataset the label is the index it returns)."""
+        Subset; for a ReturnIndexDataset the label is the index it returns). Video: every entry
+        of the VideoList / VideoFolder, in order, with its segment."""
+        if self._video is not None:
+            return self._video_dataset._native_samples()
         samples = self._samples
         imap = None if self._video is not None else self._index_map  # video: every video, in order
         source = self._source

@@ -1,4 +1,4 @@
-"""Video: a VideoFolder dataset and clip transforms that HabanaDataLoader runs natively.
+"""Video: VideoFolder / VideoList datasets and clip transforms that HabanaDataLoader runs natively.
 
     from habana_dataloader import HabanaDataLoader
     from habana_dataloader.video import VideoFolder, ClipTrainTransform
@@ -8,8 +8,10 @@
     loader = HabanaDataLoader(ds, batch_size=32, shuffle=True, num_workers=8, drop_last=True)
     for clips, labels in loader: ...          # [32, 3, 16, 112, 112] float32, [32] int64
 
-``VideoFolder`` is an ordinary map-style torch Dataset (torch's DataLoader runs it, for
-comparison or where the native path does not apply): it decodes with ``_C.decode_clip``, the
+``VideoList`` (listed videos, or segments of them: (path, label, start, end)) and its
+subclass ``VideoFolder`` (a class-folder tree) are ordinary map-style torch Datasets (torch's
+DataLoader runs them, for comparison or where the native path does not apply): they decode
+with ``_C.decode_clip``, the
 decoder video_reader uses, and picks clips with the rules of pipeline/readers/clip_sampler.cc
 (the timeline comes from the C++ code itself, ``VideoInfo.timeline``). HabanaDataLoader
 recognises it and runs ``fn.video_reader`` (+ ``coin_flip`` / ``random_uniform`` +
@@ -32,6 +34,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -45,7 +48,7 @@ from torchvision.datasets.folder import find_classes, make_dataset
 from . import _C
 from ._transforms import peel_subsets
 
-__all__ = ["VideoFolder", "ClipTrainTransform", "ClipEvalTransform", "KINETICS_MEAN", "KINETICS_STD",
+__all__ = ["VideoList", "VideoFolder", "ClipTrainTransform", "ClipEvalTransform", "KINETICS_MEAN", "KINETICS_STD",
            "VIDEO_EXTENSIONS"]
 
 #: torchvision's references/video_classification normalisation (Kinetics-400).
@@ -67,22 +70,35 @@ def _data_error(message: str, code: str = "invalid data") -> Exception:
     return e
 
 
-class VideoFolder(Dataset):
-    """Clips of the videos in ``root/<class>/**/<file>``, as a torch map-style Dataset.
+_LIST_DEFAULTS: Dict[str, Any] = dict(frames_per_clip=16, step=1, sampler="random", clips_per_video=1, clip_stride=1,
+                                      frame_rate=None, transform=None, seed=None, metadata_cache=None,
+                                      probe_threads=None, cache_videos=1024)
+_ClipSource = Union[Tuple[Union[str, os.PathLike], int], Tuple[Union[str, os.PathLike], int, float, Optional[float]]]
 
-    Videos, classes and labels are found as torchvision's ImageFolder finds images
-    (``classes``, ``class_to_idx``, ``samples`` = [(path, label)], ``targets``; sorted class
-    folders, a recursive sorted walk, ``extensions`` matched case-insensitively, default
-    ``VIDEO_EXTENSIONS``). Each item is a clip: ``dataset[i]`` is ``(clip, label)`` with
-    ``clip`` a uint8 tensor [T, H, W, C] (RGB, rotation applied), or ``transform(clip)``.
+
+class VideoList(Dataset):
+    """Clips of listed videos, or of segments of videos, as a torch map-style Dataset.
+
+    ``samples``: ``(path, label)`` tuples (whole videos), or ``(path, label, start, end)``
+    tuples (segments, all entries alike: Something-Something / Charades / AVA-style
+    annotations), ``start`` and ``end`` in seconds from the video's first frame (``end``
+    None: the video's end); paths relative to ``root`` when given (else as given). A video
+    may be listed several times, with different segments and labels; its metadata is read
+    once. ``VideoList.from_file_list`` reads a text list with the readers' parser.
+
+    ``samples`` is then ``[(path, label)]`` (paths joined with ``root``), ``targets`` the
+    labels, ``segments`` ``[(start, end)]`` or None. Each item is a clip: ``dataset[i]`` is
+    ``(clip, label)``, ``clip`` a uint8 tensor [T, H, W, C] (RGB, rotation applied), or
+    ``transform(clip)``.
 
     A video's timeline is its frames in presentation order or, with ``frame_rate``, instants
-    1/frame_rate apart by timestamp (torchvision VideoClips' frame_rate resampling). A clip is
-    ``frames_per_clip`` positions ``step`` apart (0: the whole video); span S =
+    1/frame_rate apart by timestamp (torchvision VideoClips' frame_rate resampling); with a
+    segment, only the positions whose time lies in [start, end). A clip is
+    ``frames_per_clip`` positions ``step`` apart (0: the whole video or segment); span S =
     (frames_per_clip - 1) * step + 1. Clips, as video_reader makes them:
 
-    - ``sampler="random"``: ``clips_per_video`` clips per video (``len`` = videos *
-      clips_per_video; clip i is clip i % clips_per_video of video i // clips_per_video),
+    - ``sampler="random"``: ``clips_per_video`` clips per entry (``len`` = entries *
+      clips_per_video; clip i is clip i % clips_per_video of entry i // clips_per_video),
       each starting uniformly in [0, L - S], drawn anew at every ``__getitem__``: from torch's
       global RNG (which torch's DataLoader seeds per worker from its base seed, so
       ``torch.manual_seed`` reproduces a run), or with ``seed=`` from a generator seeded by
@@ -91,47 +107,118 @@ class VideoFolder(Dataset):
       torchvision's UniformClipSampler (the first clip for K = 1);
     - ``sampler="contiguous"``: every clip, starts 0, clip_stride, 2 * clip_stride, ... (VideoClips'
       clips with frames_between_clips = clip_stride); each video is probed at construction
-      (in parallel, ``probe_threads``) to count them; a video that cannot be read counts one
-      clip, whose ``__getitem__`` raises with the reason, as video_reader does.
+      (in parallel, ``probe_threads``) to count them; a video that cannot be read, or a bad
+      segment, counts one clip, whose ``__getitem__`` raises with the reason, as
+      video_reader does; a video or segment shorter than a clip has none.
 
-    A video shorter than a clip, or that cannot be read, raises ``habana_dataloader.DataError``
-    (a RuntimeError) naming the file. The decoded metadata of the last ``cache_videos`` videos
-    is kept per process (one probe per video, not per clip).
+    A video or segment shorter than a clip, a bad segment (end not after start, negative
+    start, starting at or past the video's end, no frame inside), or a video that cannot be
+    read raises ``habana_dataloader.DataError`` (a RuntimeError) naming the file (and the
+    segment and entry). The decoded metadata of the last ``cache_videos`` videos is kept per
+    process (one probe per video, not per clip).
+
+    ``metadata_cache``: video_reader's metadata cache file (the same format and keys, the
+    paths relative to ``root``): every video's metadata is read at construction (whatever the
+    sampler; probing in parallel only what the file lacks or what changed) and the file saved,
+    so that a later run, and HabanaDataLoader's native reader (which is given the same file),
+    probe nothing. Worker processes read the file themselves and do not write it.
     """
 
-    def __init__(self, root: Union[str, os.PathLike], frames_per_clip: int = 16, step: int = 1,
+    def __init__(self, samples: Sequence[_ClipSource], frames_per_clip: int = 16, step: int = 1,
                  sampler: str = "random", clips_per_video: int = 1, clip_stride: int = 1,
-                 frame_rate: Optional[float] = None, extensions: Optional[Sequence[str]] = None,
-                 transform: Optional[Callable] = None, seed: Optional[int] = None, *,
-                 probe_threads: Optional[int] = None, cache_videos: int = 1024):
-        for name, v, lo in (("frames_per_clip", frames_per_clip, 0), ("step", step, 1),
-                            ("clips_per_video", clips_per_video, 1), ("clip_stride", clip_stride, 1),
-                            ("cache_videos", cache_videos, 0)):
+                 frame_rate: Optional[float] = None, transform: Optional[Callable] = None, seed: Optional[int] = None,
+                 *, root: Optional[Union[str, os.PathLike]] = None,
+                 metadata_cache: Optional[Union[str, os.PathLike]] = None, probe_threads: Optional[int] = None,
+                 cache_videos: int = 1024):
+        name = type(self).__name__
+        self.root = os.fspath(root) if root is not None else ""
+        keys: List[str] = []
+        labels: List[int] = []
+        segments: List[Tuple[float, Optional[float]]] = []
+        kinds = set()
+        for i, entry in enumerate(samples):
+            if not isinstance(entry, (tuple, list)) or len(entry) not in (2, 4):
+                raise TypeError(f"{name}() samples[{i}]: expected (path, label) or (path, label, start, end), "
+                                f"got {entry!r}")
+            kinds.add(len(entry))
+            path = os.fspath(entry[0])
+            label = entry[1]
+            if isinstance(label, bool) or not isinstance(label, (int, np.integer)):
+                raise TypeError(f"{name}() samples[{i}]: the label must be an int, got {label!r}")
+            keys.append(path)
+            labels.append(int(label))
+            if len(entry) == 4:
+                segments.append(_segment(entry[2], entry[3], f"{name}() samples[{i}]"))
+        if len(kinds) > 1:
+            raise ValueError(f"{name}(): samples mix (path, label) and (path, label, start, end) entries")
+        self._setup(keys, labels, segments if 4 in kinds else None, None, None, frames_per_clip=frames_per_clip,
+                    step=step, sampler=sampler, clips_per_video=clips_per_video, clip_stride=clip_stride,
+                    frame_rate=frame_rate, transform=transform, seed=seed, metadata_cache=metadata_cache,
+                    probe_threads=probe_threads, cache_videos=cache_videos)
+
+    @classmethod
+    def from_file_list(cls, file_list: Union[str, os.PathLike], root: Optional[Union[str, os.PathLike]] = None,
+                       segments: bool = False, **kwargs: Any) -> "VideoList":
+        """A VideoList of a text file list, parsed as video_reader parses it: "path label"
+        lines, or with ``segments=True`` "path label start end" lines (video_reader's
+        ``file_list_format="path label start end"``; end "-": the video's end). Paths are
+        relative to ``root`` (default: the list's folder). Errors name the line."""
+        unknown = sorted(set(kwargs) - set(_LIST_DEFAULTS))
+        if unknown:
+            raise TypeError(f"{cls.__name__}.from_file_list() got unexpected keyword argument(s) {', '.join(unknown)}")
+        fmt = "path label start end" if segments else "path label"
+        listed = _C.Samples.from_file_list(os.fspath(file_list), os.fspath(root) if root is not None else "", fmt)
+        n = len(listed)
+        ds = cls.__new__(cls)
+        ds.root = listed.root
+        ds._setup([listed.relative_path(i) for i in range(n)], [listed.label(i) for i in range(n)],
+                  [tuple(listed.segment(i)) for i in range(n)] if segments else None, None,
+                  [listed.source(i) for i in range(n)], **{**_LIST_DEFAULTS, **kwargs})
+        return ds
+
+    def _setup(self, keys: List[str], labels: List[int], segments: Optional[List[Tuple[float, Optional[float]]]],
+               paths: Optional[List[str]], sources: Optional[List[str]], *, frames_per_clip: int, step: int,
+               sampler: str, clips_per_video: int, clip_stride: int, frame_rate: Optional[float],
+               transform: Optional[Callable], seed: Optional[int], metadata_cache: Optional[Union[str, os.PathLike]],
+               probe_threads: Optional[int], cache_videos: int) -> None:
+        """Shared construction: `keys` are the paths relative to self.root (what video_reader
+        is given), `paths` the full paths (default: root joined with each key), `sources`
+        where each entry was listed (default: samples[i])."""
+        name = type(self).__name__
+        for arg, v, lo in (("frames_per_clip", frames_per_clip, 0), ("step", step, 1),
+                           ("clips_per_video", clips_per_video, 1), ("clip_stride", clip_stride, 1),
+                           ("cache_videos", cache_videos, 0)):
             if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"VideoFolder() argument '{name}' must be int, got {type(v).__name__}")
+                raise TypeError(f"{name}() argument '{arg}' must be int, got {type(v).__name__}")
             if v < lo:
-                raise ValueError(f"VideoFolder() argument '{name}' must be >= {lo}, got {v}")
+                raise ValueError(f"{name}() argument '{arg}' must be >= {lo}, got {v}")
         if sampler not in _SAMPLERS:
-            raise ValueError(f"VideoFolder() argument 'sampler' must be one of {', '.join(_SAMPLERS)}, got {sampler!r}")
+            raise ValueError(f"{name}() argument 'sampler' must be one of {', '.join(_SAMPLERS)}, got {sampler!r}")
         if frame_rate is not None and not (isinstance(frame_rate, (int, float)) and frame_rate > 0):
-            raise ValueError(f"VideoFolder() argument 'frame_rate' must be None or > 0, got {frame_rate!r}")
+            raise ValueError(f"{name}() argument 'frame_rate' must be None or > 0, got {frame_rate!r}")
         if frames_per_clip == 0 and sampler != "contiguous" and clips_per_video != 1:
-            raise ValueError("VideoFolder(): frames_per_clip 0 (the whole video) takes clips_per_video 1")
+            raise ValueError(f"{name}(): frames_per_clip 0 (the whole video) takes clips_per_video 1")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ValueError(f"VideoFolder() argument 'seed' must be None or an int >= 0, got {seed!r}")
-        self.root = os.fspath(root)
+            raise ValueError(f"{name}() argument 'seed' must be None or an int >= 0, got {seed!r}")
         self.frames_per_clip, self.step, self.sampler = frames_per_clip, step, sampler
         self.clips_per_video, self.clip_stride = clips_per_video, clip_stride
         self.frame_rate = float(frame_rate) if frame_rate is not None else None
-        self.extensions = tuple(e.lower() for e in (extensions if extensions is not None else VIDEO_EXTENSIONS))
         self.transform, self.seed, self.epoch = transform, seed, 0
         self.cache_videos = cache_videos
-        self.classes, self.class_to_idx = find_classes(self.root)
-        self.samples: List[Tuple[str, int]] = make_dataset(self.root, self.class_to_idx, extensions=self.extensions)
-        self.targets = [s[1] for s in self.samples]
-        self._cache: "OrderedDict[int, Any]" = OrderedDict()  # video -> _C.VideoInfo
+        if paths is None:
+            paths = [os.path.join(self.root, k) if self.root else k for k in keys]
+        self.samples: List[Tuple[str, int]] = list(zip(paths, labels))
+        self.targets = list(labels)
+        self.segments = segments
+        self._keys = keys
+        self._sources = sources  # where each entry was listed (from_file_list), for messages
+        self._cache: "OrderedDict[str, Any]" = OrderedDict()  # path -> _C.VideoInfo
         self._lock = threading.Lock()
-        self._offsets: Optional[np.ndarray] = None  # contiguous: first clip of each video, and the total
+        self._offsets: Optional[np.ndarray] = None  # contiguous: first clip of each entry, and the total
+        self.metadata_cache = os.fspath(metadata_cache) if metadata_cache is not None else None
+        self._meta: Optional[Any] = None  # the _C.VideoMetadataCache, loaded on first use
+        if self.metadata_cache is not None:
+            self._read_all_metadata(probe_threads)
         if sampler == "contiguous":
             self._offsets = self._count_clips(probe_threads)
 
@@ -141,13 +228,66 @@ class VideoFolder(Dataset):
         """Timeline positions one clip covers (1 for a whole-video clip)."""
         return (self.frames_per_clip - 1) * self.step + 1 if self.frames_per_clip else 1
 
+    def _source(self, v: int) -> str:
+        return self._sources[v] if self._sources is not None else f"samples[{v}]"
+
+    def _positions(self, v: int, info: Any) -> Tuple[np.ndarray, int]:
+        """Entry v's timeline positions (the frame each shows) and the first one's index in
+        the video's timeline; raises DataError for a bad segment."""
+        timeline = info.timeline(self.frame_rate or 0.0)
+        if self.segments is None:
+            return timeline, 0
+        start, end = self.segments[v]
+        try:
+            begin, stop = info.segment_range(self.frame_rate or 0.0, start, end)
+        except _C.DataError as e:
+            raise _data_error(f'{type(self).__name__} "{self.samples[v][0]}": segment '
+                              f"{_C.describe_segment(start, end)} ({self._source(v)}): {e}") from None
+        return timeline[begin:stop], begin
+
+    def _metadata(self) -> Any:
+        """The metadata cache file's contents (read once per process)."""
+        with self._lock:
+            if self._meta is None:
+                meta = _C.VideoMetadataCache(self.metadata_cache)
+                if meta.note:
+                    warnings.warn(f"{type(self).__name__}: metadata_cache {self.metadata_cache!r} is {meta.note}",
+                                  RuntimeWarning, stacklevel=3)
+                self._meta = meta
+            return self._meta
+
+    def _read_all_metadata(self, threads: Optional[int]) -> None:
+        """With a metadata cache, as video_reader does: every video's metadata read now (probing
+        only what the cache lacks or what changed), in parallel, and the cache saved, so that
+        the native reader (and the next run) probes nothing."""
+        meta = self._metadata()
+        first: Dict[str, int] = {}
+        for v, (path, _) in enumerate(self.samples):
+            first.setdefault(path, v)
+
+        def read(v: int) -> None:
+            try:
+                self.video_info(v)  # through the per-process cache: counting clips reads it again
+            except (RuntimeError, ValueError):
+                pass  # reported by the video's clips, with the reason
+
+        workers = max(1, min(threads or os.cpu_count() or 1, len(first) or 1))
+        with ThreadPoolExecutor(workers) as pool:  # the stamps and probes release the GIL
+            list(pool.map(read, first.values()))
+        if meta.changed:
+            try:
+                meta.save()
+            except RuntimeError as e:
+                warnings.warn(f"{type(self).__name__}: the metadata cache was not saved ({e})", RuntimeWarning,
+                              stacklevel=3)
+
     def _count_clips(self, threads: Optional[int]) -> np.ndarray:
         def count(v: int) -> int:
             try:
-                info = _C.probe_video_info(self.samples[v][0])
+                timeline, _ = self._positions(v, self.video_info(v))
             except (RuntimeError, ValueError):
                 return 1  # fails in __getitem__ with the reason, as video_reader's sample does
-            length = len(info.timeline(self.frame_rate or 0.0))
+            length = len(timeline)
             if self.frames_per_clip == 0:
                 return 1 if length > 0 else 0
             return 0 if length < self.span else (length - self.span) // self.clip_stride + 1
@@ -164,27 +304,31 @@ class VideoFolder(Dataset):
         return len(self.samples) * self.clips_per_video
 
     def clip_location(self, index: int) -> Tuple[int, int]:
-        """(video, k): clip ``index`` is the k-th clip of video ``video`` (``samples[video]``)."""
+        """(entry, k): clip ``index`` is the k-th clip of entry ``entry`` (``samples[entry]``)."""
         n = len(self)
         if index < 0:
             index += n
         if not 0 <= index < n:
-            raise IndexError(f"clip index {index} is out of range for a VideoFolder of {n} clips")
+            raise IndexError(f"clip index {index} is out of range for a {type(self).__name__} of {n} clips")
         if self._offsets is not None:
             v = int(np.searchsorted(self._offsets, index, side="right")) - 1
             return v, index - int(self._offsets[v])
         return index // self.clips_per_video, index % self.clips_per_video
 
     def video_info(self, video: int):
-        """``samples[video]``'s ``_C.VideoInfo`` (probed once, kept in a per-process cache)."""
+        """``samples[video]``'s ``_C.VideoInfo`` (probed once per file, kept in a per-process cache)."""
+        path = self.samples[video][0]
         with self._lock:
-            info = self._cache.get(video)
+            info = self._cache.get(path)
             if info is not None:
-                self._cache.move_to_end(video)
+                self._cache.move_to_end(path)
                 return info
-        info = _C.probe_video_info(self.samples[video][0])
+        if self.metadata_cache is not None:
+            info = self._metadata().video_info(self._keys[video], path)
+        else:
+            info = _C.probe_video_info(path)
         with self._lock:
-            self._cache[video] = info
+            self._cache[path] = info
             while len(self._cache) > self.cache_videos:
                 self._cache.popitem(last=False)
         return info
@@ -196,12 +340,18 @@ class VideoFolder(Dataset):
         v, k = self.clip_location(index)
         path = self.samples[v][0]
         info = self.video_info(v)
-        timeline = info.timeline(self.frame_rate or 0.0)
+        timeline, begin = self._positions(v, info)
         length = len(timeline)
         if length < self.span:
-            rate = f" ({length} at the clip frame rate)" if self.frame_rate else ""
-            raise _data_error(f'VideoFolder "{path}": the video has {info.frames} frames{rate}, '
-                              f"a clip needs {self.span}")
+            if self.segments is None:
+                rate = f" ({length} at the clip frame rate)" if self.frame_rate else ""
+                raise _data_error(f'{type(self).__name__} "{path}": the video has {info.frames} frames{rate}, '
+                                  f"a clip needs {self.span}")
+            start, end = self.segments[v]  # clip_sampler.cc's message
+            unit = " positions at the clip frame rate" if self.frame_rate else " frames"
+            where = f" ({begin} to {begin + length - 1})" if length else ""
+            raise _data_error(f'{type(self).__name__} "{path}": segment {_C.describe_segment(start, end)} '
+                              f"({self._source(v)}): the segment has {length}{unit}{where}, a clip needs {self.span}")
         if self.frames_per_clip == 0:
             return timeline.tolist()
         room = length - self.span
@@ -234,9 +384,15 @@ class VideoFolder(Dataset):
                 else self.transform(clip)
         return clip, label
 
+    def _native_samples(self) -> "_C.Samples":
+        """What video_reader reads: every entry, in order (paths relative to root, labels,
+        segments)."""
+        return _C.Samples(self._keys, self.targets, self.root, self.segments)
+
     def __getstate__(self) -> Dict[str, Any]:  # worker processes start with an empty cache
         state = dict(self.__dict__)
         state["_cache"] = OrderedDict()
+        state["_meta"] = None  # each process reads the metadata cache file itself
         state.pop("_lock", None)
         return state
 
@@ -245,9 +401,48 @@ class VideoFolder(Dataset):
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return (f"VideoFolder(root={self.root!r}, videos={len(self.samples)}, clips={len(self)}, "
-                f"frames_per_clip={self.frames_per_clip}, step={self.step}, sampler={self.sampler!r}, "
-                f"frame_rate={self.frame_rate}, transform={self.transform!r})")
+        return (f"{type(self).__name__}(root={self.root!r}, entries={len(self.samples)}, clips={len(self)}, "
+                f"segments={self.segments is not None}, frames_per_clip={self.frames_per_clip}, step={self.step}, "
+                f"sampler={self.sampler!r}, frame_rate={self.frame_rate}, transform={self.transform!r})")
+
+
+def _segment(start: Any, end: Any, where: str) -> Tuple[float, Optional[float]]:
+    try:
+        s = float(start)
+        e = None if end is None or (isinstance(end, float) and math.isinf(end) and end > 0) else float(end)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: start and end must be numbers of seconds (end None: the video's end), "
+                        f"got {start!r}, {end!r}") from None
+    if not math.isfinite(s) or (e is not None and math.isnan(e)):
+        raise ValueError(f"{where}: start must be a finite number of seconds, end a number or None, got {start!r}, {end!r}")
+    return s, e
+
+
+class VideoFolder(VideoList):
+    """Clips of the videos in ``root/<class>/**/<file>``, as a torch map-style Dataset.
+
+    Videos, classes and labels are found as torchvision's ImageFolder finds images
+    (``classes``, ``class_to_idx``, ``samples`` = [(path, label)], ``targets``; sorted class
+    folders, a recursive sorted walk, ``extensions`` matched case-insensitively, default
+    ``VIDEO_EXTENSIONS``). Clips are picked, decoded and reported as ``VideoList`` says (one
+    entry per video, no segments).
+    """
+
+    def __init__(self, root: Union[str, os.PathLike], frames_per_clip: int = 16, step: int = 1,
+                 sampler: str = "random", clips_per_video: int = 1, clip_stride: int = 1,
+                 frame_rate: Optional[float] = None, extensions: Optional[Sequence[str]] = None,
+                 transform: Optional[Callable] = None, seed: Optional[int] = None, *,
+                 metadata_cache: Optional[Union[str, os.PathLike]] = None, probe_threads: Optional[int] = None,
+                 cache_videos: int = 1024):
+        self.root = os.fspath(root)
+        self.extensions = tuple(e.lower() for e in (extensions if extensions is not None else VIDEO_EXTENSIONS))
+        self.classes, self.class_to_idx = find_classes(self.root)
+        found: List[Tuple[str, int]] = make_dataset(self.root, self.class_to_idx, extensions=self.extensions)
+        self._setup([os.path.relpath(p, self.root) for p, _ in found], [t for _, t in found], None,
+                    [p for p, _ in found], None, frames_per_clip=frames_per_clip, step=step, sampler=sampler,
+                    clips_per_video=clips_per_video, clip_stride=clip_stride, frame_rate=frame_rate,
+                    transform=transform, seed=seed, metadata_cache=metadata_cache, probe_threads=probe_threads,
+                    cache_videos=cache_videos)
 
 
 # ---- clip transforms -----------------------------------------------------------------------
@@ -298,11 +493,14 @@ def _finish(x: torch.Tensor, mean, std, layout: str) -> torch.Tensor:
     return x.contiguous()
 
 
-def _crop_offset(size: int, crop: int, pos: float) -> int:
-    """crop_mirror_normalize's window offset at relative position `pos` (decode_geometry.cc)."""
+def _random_offset(size: int, crop: int, g: Optional[torch.Generator]) -> int:
+    """A uniform integer window offset along an axis: torchvision RandomCrop's
+    torch.randint(0, size - crop + 1) when the crop fits; else minus a uniform integer in
+    [0, crop - size] (the frame lies inside a zero-padded window). The native path draws the
+    same law: crop_mirror_normalize(crop_pos_bins=True) over a uniform crop_pos."""
     if size >= crop:
-        return round(pos * (size - crop))  # round half to even, as the C++ code
-    return -math.floor(pos * (crop - size))
+        return int(torch.randint(0, size - crop + 1, size=(1,), generator=g).item())
+    return -int(torch.randint(0, crop - size + 1, size=(1,), generator=g).item())
 
 
 def _clip_tchw(clip: torch.Tensor) -> torch.Tensor:
@@ -351,10 +549,9 @@ class ClipTrainTransform:
 
     Two modes:
     - ``resize`` given (default (128, 171), torchvision's VideoClassificationPresetTrain):
-      Resize(resize), then a ``crop_size`` window at offsets round(u * (H - h)), u uniform in
-      [0, 1) per axis (round half to even; the window is the native crop_mirror_normalize's,
-      so both paths draw from one law: the two edge offsets come half as often as the others,
-      where torchvision's RandomCrop draws every offset equally often);
+      Resize(resize), then RandomCrop(crop_size): each offset a uniform integer in [0, H - h]
+      (drawn as torchvision's RandomCrop.get_params draws it: top, then left; natively
+      crop_mirror_normalize's crop_pos_bins over a uniform crop_pos, the same law);
     - ``scale`` given (and ``resize=None``): RandomResizedCrop(crop_size, scale, ratio), the
       window drawn as torchvision draws it, on the clip's frame size.
     Then a horizontal flip with probability ``hflip_prob``, /255, Normalize(mean, std), and
@@ -362,7 +559,7 @@ class ClipTrainTransform:
 
     Draws come from ``generator`` when given (VideoFolder passes its per-clip generator with
     ``seed=``), else torch's global RNG. Natively: video_reader(resize=...) +
-    crop_mirror_normalize(crop, crop_pos_x/y = random_uniform, mirror = coin_flip), or
+    crop_mirror_normalize(crop, crop_pos_x/y = random_uniform, crop_pos_bins, mirror = coin_flip), or
     video_reader(random_crop="resized", scale, ratio, resize=crop_size) + crop_mirror_normalize.
     """
 
@@ -425,9 +622,9 @@ class ClipTrainTransform:
         else:
             x = _resize(x, self.resize, self.interpolation, self.antialias)
             ch, cw = self.crop_size
-            py = float(torch.rand((), generator=generator))
-            px = float(torch.rand((), generator=generator))
-            x = TF.crop(x, _crop_offset(x.shape[-2], ch, py), _crop_offset(x.shape[-1], cw, px), ch, cw)
+            top = _random_offset(x.shape[-2], ch, generator)  # torchvision RandomCrop.get_params' order
+            left = _random_offset(x.shape[-1], cw, generator)
+            x = TF.crop(x, top, left, ch, cw)
         if self.hflip_prob > 0 and float(torch.rand((), generator=generator)) < self.hflip_prob:
             x = x.flip(-1)
         return _finish(x, self.mean, self.std, self.layout)
@@ -448,29 +645,33 @@ class VideoPlan:
         self.reader_args, self.after = reader_args, after
 
 
-def find_video_folder(dataset: Any) -> Optional[Tuple[VideoFolder, Optional[List[int]]]]:
-    """The VideoFolder under any Subsets and the index map they make, or None."""
+def find_video_folder(dataset: Any) -> Optional[Tuple[VideoList, Optional[List[int]]]]:
+    """The VideoList (or VideoFolder) under any Subsets and the index map they make, or None."""
     ds, indices = peel_subsets(dataset)
-    return (ds, indices) if isinstance(ds, VideoFolder) else None
+    return (ds, indices) if isinstance(ds, VideoList) else None
 
 
 def _same_behaviour(obj: Any, base: type, methods: Sequence[str]) -> bool:
     return all(getattr(type(obj), m, None) is getattr(base, m, None) for m in methods)
 
 
-def video_plan(folder: VideoFolder) -> VideoPlan:
-    """The native mapping of ``folder`` (its clip sampling and transform); raises
+def video_plan(folder: VideoList) -> VideoPlan:
+    """The native mapping of ``folder`` (a VideoList or VideoFolder: its clip sampling and
+    transform; its entries are ``folder._native_samples()``); raises
     ``_transforms.Unsupported`` listing every reason there is none."""
     from . import fn
     from ._transforms import Unsupported
 
     reasons: List[str] = []
-    if not _same_behaviour(folder, VideoFolder, ("__getitem__", "clip_frames", "clip_location", "__len__")):
-        reasons.append(f"{type(folder).__name__} overrides how VideoFolder picks or decodes clips")
+    if not _same_behaviour(folder, VideoList, ("__getitem__", "clip_frames", "clip_location", "__len__", "_positions",
+                                               "video_info", "_native_samples")):
+        reasons.append(f"{type(folder).__name__} overrides how {type(folder).__mro__[1].__name__} picks or decodes clips")
     args: Dict[str, Any] = {"frames_per_clip": folder.frames_per_clip, "step": folder.step,
                             "sampler": folder.sampler, "clips_per_video": folder.clips_per_video,
                             "clip_stride": folder.clip_stride, "frame_rate": folder.frame_rate or 0.0,
                             "output_type": "rgb"}
+    if folder.metadata_cache is not None:  # written at the folder's construction: the reader probes nothing
+        args["metadata_cache"] = folder.metadata_cache
     t = folder.transform
     after: Callable[..., Any] = lambda frames, device="cpu": frames
     if t is None:
@@ -496,14 +697,14 @@ def video_plan(folder: VideoFolder) -> VideoPlan:
             extra: Dict[str, Any] = {}
             if t.scale is None:
                 extra.update(crop=list(t.crop_size), crop_pos_x=fn.random_uniform(range=[0.0, 1.0]),
-                             crop_pos_y=fn.random_uniform(range=[0.0, 1.0]))
+                             crop_pos_y=fn.random_uniform(range=[0.0, 1.0]), crop_pos_bins=True)
             if t.hflip_prob > 0:
                 extra["mirror"] = fn.coin_flip(probability=t.hflip_prob)
             return fn.crop_mirror_normalize(frames, mean=t.mean or [], std=t.std or [], scale=255.0,
                                             dtype="float32", output_layout=_LAYOUTS[t.layout], device=device,
                                             **extra)
     else:
-        reasons.append(f"the VideoFolder's transform is a {type(t).__name__}: natively only None, "
+        reasons.append(f"the {type(folder).__name__}'s transform is a {type(t).__name__}: natively only None, "
                        "ClipTrainTransform and ClipEvalTransform (habana_dataloader.video)")
     if reasons:
         raise Unsupported(reasons)

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 
 #include "pipeline/errors.h"
@@ -33,7 +34,33 @@ struct PySamples {
   std::shared_ptr<const Dataset> dataset;
 };
 
-PySamples make_samples(const py::iterable& files, const py::object& labels, const std::string& root) {
+// (start, end) pairs in seconds; end None or inf: the video's end.
+std::vector<Segment> to_segments(const py::object& segments) {
+  std::vector<Segment> out;
+  if (segments.is_none()) return out;
+  int64_t i = 0;
+  for (const py::handle item : segments) {
+    const auto where = [&] { return "segments[" + std::to_string(i) + "]"; };
+    if (!py::isinstance<py::sequence>(item) || py::isinstance<py::str>(item) || py::len(item) != 2)
+      throw py::type_error(where() + ": expected (start, end) in seconds, got " +
+                           std::string(py::str(py::repr(item))));
+    const auto pair = py::reinterpret_borrow<py::sequence>(item);
+    Segment seg;
+    try {
+      seg.start = pair[0].cast<double>();
+      if (!pair[1].is_none()) seg.end = pair[1].cast<double>();
+    } catch (const py::cast_error&) {
+      throw py::type_error(where() + ": start and end must be numbers (end None: the video's end), got " +
+                           std::string(py::str(py::repr(item))));
+    }
+    out.push_back(seg);
+    ++i;
+  }
+  return out;
+}
+
+PySamples make_samples(const py::iterable& files, const py::object& labels, const std::string& root,
+                       const py::object& segments) {
   std::vector<std::string> paths;
   if (py::hasattr(files, "__len__")) paths.reserve(py::len(files));
   const py::object fspath = py::module_::import("os").attr("fspath");
@@ -52,8 +79,15 @@ PySamples make_samples(const py::iterable& files, const py::object& labels, cons
     if (!a || a.ndim() != 1) throw py::type_error("labels must be a 1-D sequence of integers");
     ids.assign(a.data(), a.data() + a.size());
   }
+  const std::vector<Segment> segs = to_segments(segments);
   py::gil_scoped_release nogil;
-  return PySamples{std::make_shared<const Dataset>(Dataset::from_samples(paths, ids, root))};
+  return PySamples{std::make_shared<const Dataset>(Dataset::from_samples(paths, ids, root, segs))};
+}
+
+PySamples samples_from_file_list(const std::string& list, const std::string& root, const std::string& format) {
+  const FileListFormat f = parse_file_list_format(format);
+  py::gil_scoped_release nogil;
+  return PySamples{std::make_shared<const Dataset>(Dataset::file_list(list, root, f))};
 }
 
 class PyPipeline {
@@ -231,9 +265,31 @@ class PyPipeline {
 void bind_pipeline(py::module_& m) {
   py::class_<PySamples>(m, "Samples", "A reader's samples in memory (hdl::Dataset::from_samples).")
       .def(py::init(&make_samples), py::arg("files"), py::arg("labels") = py::none(), py::arg("root") = "",
+           py::arg("segments") = py::none(),
            "files: paths (str or os.PathLike), relative to root unless root is empty; labels: one int "
-           "per file (None: each file's index). ValueError names a bad entry.")
+           "per file (None: each file's index); segments: None, or one (start, end) per file in seconds "
+           "(end None or inf: the video's end; video_reader draws clips inside it). ValueError names a bad "
+           "entry.")
+      .def_static("from_file_list", &samples_from_file_list, py::arg("file_list"), py::arg("root") = "",
+                  py::arg("format") = "path label",
+                  "A file list read by the readers' parser (format \"path label\" or \"path label start end\"); "
+                  "root: what the paths are relative to (default: the list's folder). ValueError names the line.")
       .def("__len__", [](const PySamples& s) { return s.dataset->size(); })
+      .def_property_readonly("has_segments", [](const PySamples& s) { return s.dataset->has_segments(); })
+      .def("relative_path", [](const PySamples& s, int64_t i) {
+        if (i < 0 || i >= s.dataset->size()) throw py::index_error("sample " + std::to_string(i) + " out of range");
+        return std::string(s.dataset->relative_path(i));
+      }, py::arg("i"))
+      .def("segment", [](const PySamples& s, int64_t i) -> py::object {
+        if (i < 0 || i >= s.dataset->size()) throw py::index_error("sample " + std::to_string(i) + " out of range");
+        if (!s.dataset->has_segments()) return py::none();
+        const Segment seg = s.dataset->segment(i);
+        return py::make_tuple(seg.start, std::isinf(seg.end) ? py::object(py::none()) : py::float_(seg.end));
+      }, py::arg("i"), "(start, end) in seconds (end None: the video's end), or None without segments")
+      .def("source", [](const PySamples& s, int64_t i) {
+        if (i < 0 || i >= s.dataset->size()) throw py::index_error("sample " + std::to_string(i) + " out of range");
+        return s.dataset->source(i);
+      }, py::arg("i"), "where entry i was listed, e.g. 'file_list \"a.txt\" line 3' or 'samples[3]'")
       .def_property_readonly("root", [](const PySamples& s) { return s.dataset->root(); })
       .def("path", [](const PySamples& s, int64_t i) {
         if (i < 0 || i >= s.dataset->size()) throw py::index_error("sample " + std::to_string(i) + " out of range");

@@ -1,5 +1,6 @@
-// _C.probe_video, _C.decode_clip and _C.VideoInfo: one video's metadata and frames, for
-// habana_dataloader.video.VideoFolder (the dataset torch's DataLoader runs) and for tests.
+// _C.probe_video, _C.decode_clip, _C.VideoInfo and _C.VideoMetadataCache: one video's metadata
+// and frames, and the metadata cache file, for habana_dataloader.video.VideoList /
+// VideoFolder (the datasets torch's DataLoader runs) and for tests.
 //
 // They decode with the pipeline's own VideoDecoder (decoders/video_decoder.h) over the real
 // file system, so a clip decoded here has the pixels video_reader gives, and the timeline
@@ -13,7 +14,9 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <numeric>
 
@@ -21,6 +24,7 @@
 #include "pipeline/errors.h"
 #include "pipeline/file_system.h"
 #include "pipeline/readers/clip_sampler.h"
+#include "pipeline/readers/video_metadata_cache.h"
 #include "python/src/bindings.h"
 
 namespace hdl::python {
@@ -147,6 +151,55 @@ py::array decode_clip(const std::string& path, const std::vector<int64_t>& frame
   return std::move(out);
 }
 
+/// _C.VideoMetadataCache: the native reader's metadata cache file for Python's VideoList, so
+/// that the two read and write the same file (and video_reader does not probe what VideoList
+/// probed). Thread-safe: video_info may be called from several threads (the GIL is released
+/// around the stamp and the probe).
+class PyMetadataCache {
+ public:
+  explicit PyMetadataCache(const std::string& path) {
+    std::string note;
+    cache_ = VideoMetadataCache::load(path, &note);
+    note_ = note;
+  }
+
+  InfoPtr video_info(const std::string& key, const std::string& path) {
+    Result<VideoMetadataCache::Info> info = Status::internal("not read");
+    bool probed = false;
+    {
+      py::gil_scoped_release nogil;
+      Result<std::unique_ptr<RandomAccessFile>> file = open_file(path);
+      if (!file.is_ok()) {
+        info = file.status();
+      } else {
+        VideoDecoder decoder;
+        info = cache_->get_or_probe(key, **file, decoder, &probed);
+      }
+    }
+    if (probed) probes_.fetch_add(1, std::memory_order_relaxed);
+    if (!info.is_ok()) raise_data_error("probe_video", path, info.status());
+    return std::const_pointer_cast<VideoInfo>(*info);
+  }
+
+  void save() {
+    Status st;
+    {
+      py::gil_scoped_release nogil;
+      st = cache_->save();
+    }
+    if (!st.is_ok()) throw DataError(st);
+  }
+
+  const VideoMetadataCache& cache() const { return *cache_; }
+  const std::string& note() const { return note_; }
+  int64_t probes() const { return probes_.load(std::memory_order_relaxed); }
+
+ private:
+  std::unique_ptr<VideoMetadataCache> cache_;
+  std::string note_;
+  std::atomic<int64_t> probes_{0};
+};
+
 }  // namespace
 
 void bind_video(py::module_& m) {
@@ -165,10 +218,44 @@ void bind_video(py::module_& m) {
            "else floor(duration * frame_rate) instants 1/frame_rate apart, each the last frame shown at or "
            "before it (pipeline/readers/clip_sampler.h). A clip starting at position s is "
            "timeline[s + t * step] for t < frames_per_clip.")
+      .def("segment_range", [](const VideoInfo& v, double frame_rate, double start, const py::object& end) {
+        if (frame_rate < 0) throw ConfigError("frame_rate must be >= 0 (0: the video's own frames)");
+        const Segment seg{start, end.is_none() ? std::numeric_limits<double>::infinity() : end.cast<double>()};
+        const Result<TimelineRange> r = segment_range(v, frame_rate, seg);
+        if (!r.is_ok()) throw DataError(r.status());
+        return py::make_tuple(r->begin, r->end);
+      }, py::arg("frame_rate"), py::arg("start"), py::arg("end"),
+           "(begin, end): the timeline positions (of timeline(frame_rate)) whose time, in seconds from the first "
+           "frame, lies in [start, end) (end None: the video's end), as video_reader's segments "
+           "(pipeline/readers/clip_sampler.h). A bad segment (end not after start, negative start, starting at or "
+           "past the video's end, no position inside) raises DataError saying why.")
       .def("__repr__", [](const VideoInfo& v) {
         return "<VideoInfo " + v.codec + " " + std::to_string(v.display_width()) + "x" +
                std::to_string(v.display_height()) + ", " + std::to_string(v.num_frames()) + " frames>";
       });
+  py::class_<PyMetadataCache>(m, "VideoMetadataCache",
+                              "video_reader's metadata cache file (pipeline/readers/video_metadata_cache.h): "
+                              "every video's VideoInfo keyed by its path relative to the dataset's root, valid "
+                              "while the file's size, mtime and a hash of its first and last 64 KiB hold.")
+      .def(py::init<const std::string&>(), py::arg("path"),
+           "Reads `path` (missing or empty: an empty cache; corrupt or another version: empty, with `note` "
+           "saying so). ValueError when the file is not a metadata cache (it would be overwritten).")
+      .def("video_info", &PyMetadataCache::video_info, py::arg("key"), py::arg("path"),
+           "The VideoInfo of the video at `path` cached as `key`: the entry when its stamp still holds, else "
+           "probed (counted in `probes`) and kept until save(). DataError names the file.")
+      .def("save", &PyMetadataCache::save,
+           "Writes every entry: a temporary file, flushed, renamed over the cache. DataError (code 'I/O error') "
+           "names the file and the reason.")
+      .def_property_readonly("path", [](const PyMetadataCache& c) { return c.cache().path(); })
+      .def_property_readonly("note", &PyMetadataCache::note, "why the file was not used ('' when it was)")
+      .def_property_readonly("changed", [](const PyMetadataCache& c) { return c.cache().changed(); })
+      .def_property_readonly("hits", [](const PyMetadataCache& c) { return c.cache().hits(); })
+      .def_property_readonly("misses", [](const PyMetadataCache& c) { return c.cache().misses(); })
+      .def_property_readonly("probes", &PyMetadataCache::probes)
+      .def("__len__", [](const PyMetadataCache& c) { return c.cache().size(); });
+  m.def("describe_segment", [](double start, const py::object& end) {
+    return describe_segment({start, end.is_none() ? std::numeric_limits<double>::infinity() : end.cast<double>()});
+  }, py::arg("start"), py::arg("end"), "'[1.5 s, 4 s)' or '[1.5 s, end)', as video_reader's messages name a segment.");
   m.def("probe_video_info", &probe, py::arg("path"),
         "A video's metadata as a VideoInfo (demuxes every packet, decodes nothing). DataError names the file.");
   m.def("probe_video", [](const std::string& path) { return info_to_dict(*probe(path)); }, py::arg("path"),

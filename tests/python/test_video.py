@@ -18,7 +18,7 @@ import torch
 from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from conftest import corpus_dir
-from habana_dataloader import DataError, HabanaDataLoader, MediaPipe, Pipeline, VideoFolder, _C, fn
+from habana_dataloader import DataError, HabanaDataLoader, MediaPipe, Pipeline, VideoFolder, VideoList, _C, fn
 from habana_dataloader.video import KINETICS_STD, ClipEvalTransform, ClipTrainTransform
 
 # Small, quick-to-decode clips of several codecs and containers, in three classes.
@@ -229,6 +229,28 @@ def test_loader_random_training_is_deterministic(folder):
         assert x.shape == (4, 3, 4, 32, 32) and y.dtype == torch.int64
 
 
+def test_clip_train_crop_draws_as_torchvision_random_crop():
+    # ClipTrainTransform(resize=...)'s window is torchvision's RandomCrop's: the same offsets
+    # for the same RNG state (RandomCrop.get_params with torch's global RNG), every integer
+    # offset in [0, H - h] reachable (the two ends included).
+    import torchvision.transforms as T
+    clip = torch.randint(0, 256, (2, 12, 16, 3), dtype=torch.uint8)
+    t = ClipTrainTransform(crop_size=(5, 9), resize=(12, 16), hflip_prob=0.0, mean=None, std=None, layout="TCHW")
+    resized = ClipTrainTransform(crop_size=(12, 16), resize=(12, 16), hflip_prob=0.0, mean=None, std=None,
+                                 layout="TCHW")(clip)
+    seen = set()
+    for seed in range(300):
+        torch.manual_seed(seed)
+        out = t(clip)
+        torch.manual_seed(seed)
+        i, j, h, w = T.RandomCrop.get_params(resized, (5, 9))
+        assert torch.equal(out, resized[..., i:i + h, j:j + w]), seed
+        g = torch.Generator().manual_seed(seed)
+        assert torch.equal(t(clip, generator=g), out)  # a generator in the same state: the same window
+        seen.add((i, j))
+    assert {i for i, _ in seen} == set(range(8)) and {j for _, j in seen} == set(range(8))
+
+
 def test_loader_falls_back_with_reason(folder):
     ds = VideoFolder(folder, frames_per_clip=4, sampler="uniform", transform=lambda clip: clip[:, ::2])
     with pytest.warns(RuntimeWarning, match="transform is a function"):
@@ -310,6 +332,186 @@ def test_truncated_video_follows_error_policy(folder, video_root, tmp_path):
     stats = skipped._pipe.stats()
     assert stats["failures"] == stats["replaced"] == 1
     assert "aa_truncated.mp4" in stats["recent_errors"][0]
+
+
+# ---- segments (VideoList, fn.video_reader(segments=), file_list_format) ----------------------
+
+# The same video on several lines with different segments and labels (tree_cinepak has a
+# variable frame rate: frames at 0, 0.73, 1.13, 1.6, ... s).
+SEGMENTS = [("a_office/office_h264_320x240.mp4", 4, 0.25, 0.9), ("a_office/office_h264_320x240.mp4", 1, 0.5, None),
+            ("b_lab/tree_cinepak_320x240.avi", 2, 1.0, 6.0), ("a_office/webcam_mjpeg_160x120.avi", 3, 0.0, 1.5)]
+
+
+def frames_in(path, start, end):
+    """The frames whose time (from the first frame, by ffprobe-independent PyAV-free means: the
+    decoder's timestamps) lies in [start, end)."""
+    d = _C.probe_video(str(path))
+    num, den = d["time_base"]
+    return [i for i, p in enumerate(d["pts"]) if start <= (p - d["pts"][0]) * num / den < (end or float("inf"))]
+
+
+def native_frames(samples, root, **reader):
+    """{entry: [frame indices of each clip]} from fn.video_reader over samples in memory."""
+    pipe = Pipeline(batch_size=4, num_threads=2, seed=1)
+    with pipe:
+        _, _, idx, video = fn.video_reader(files=[s[0] for s in samples], labels=[s[1] for s in samples],
+                                           segments=[(s[2], s[3]) for s in samples], file_root=str(root),
+                                           output="count", **reader)
+        pipe.set_outputs(idx, video)
+    got = {}
+    for i, v in pipe:
+        for clip, k in zip(i.tolist(), v.tolist()):
+            got.setdefault(k, []).append(clip)
+    return got
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "contiguous"])
+def test_video_list_segments_match_native_reader(folder, sampler):
+    ds = VideoList(SEGMENTS, root=folder, frames_per_clip=4, step=2, sampler=sampler, clips_per_video=3, clip_stride=3)
+    assert ds.samples == [(str(folder / p), y) for p, y, _, _ in SEGMENTS]
+    assert ds.segments == [(a, b) for _, _, a, b in SEGMENTS] and ds.targets == [4, 1, 2, 3]
+    got = native_frames(SEGMENTS, folder, frames_per_clip=4, step=2, sampler=sampler, clips_per_video=3, clip_stride=3)
+    ours = {}
+    for i in range(len(ds)):
+        ours.setdefault(ds.clip_location(i)[0], []).append(ds.clip_frames(i))
+    assert ours == got
+    for v, (path, _, start, end) in enumerate(SEGMENTS):  # inside the segment; contiguous: every clip
+        inside = frames_in(folder / path, start, end)
+        assert all(f in inside for clip in ours[v] for f in clip), v
+        if sampler == "contiguous":
+            assert len(ours[v]) == (len(inside) - 7) // 3 + 1
+            assert ours[v][0] == inside[0:8:2]
+
+
+def test_video_list_runs_natively_and_under_torch(folder):
+    ds = VideoList(SEGMENTS, root=folder, frames_per_clip=4, sampler="uniform", clips_per_video=2,
+                   transform=ClipEvalTransform(resize=(48, 64), crop_size=40))
+    ours = list(native(ds, batch_size=3, shuffle=True, generator=torch.Generator().manual_seed(2), threads=2))
+    theirs = list(DataLoader(ds, batch_size=3, shuffle=True, generator=torch.Generator().manual_seed(2)))
+    assert assert_close_batches(ours, theirs) == len(ds) == 8
+    # A Subset, and the random sampler: every clip inside its segment on both paths.
+    rnd = VideoList(SEGMENTS, root=folder, frames_per_clip=3, sampler="random", clips_per_video=5)
+    torch.manual_seed(0)
+    for i in range(len(rnd)):
+        v, _ = rnd.clip_location(i)
+        path, _, start, end = SEGMENTS[v]
+        assert set(rnd.clip_frames(i)) <= set(frames_in(folder / path, start, end))
+    sub = Subset(rnd, [19, 0, 7])
+    assert [y.item() for _, y in native(sub, batch_size=1)] == [3, 4, 1]  # clips of different sizes
+
+
+def test_video_list_from_file_list_and_bad_segments(folder, tmp_path):
+    lst = tmp_path / "ann.txt"
+    lst.write_text("# path label start end\n" + "".join(
+        f"{folder / p} {y} {a} {'-' if b is None else b}\n" for p, y, a, b in SEGMENTS) +
+        f"{folder / SEGMENTS[0][0]} 9 1.0 1.0\n"                # empty: line 6
+        f"{folder / SEGMENTS[2][0]} 9 1.0 1.2\n")              # one frame, shorter than a clip: line 7
+    ds = VideoList.from_file_list(lst, root="/", segments=True, frames_per_clip=4, sampler="uniform")
+    assert ds.segments[:4] == [(a, b) for _, _, a, b in SEGMENTS] and ds.targets == [4, 1, 2, 3, 9, 9]
+    with pytest.raises(DataError, match=r'office_h264_320x240.mp4": segment \[1 s, 1 s\) \(file_list ".*ann.txt" '
+                                        r"line 6\): the end is not after the start"):
+        ds[4]
+    with pytest.raises(DataError, match=r"segment \[1 s, 1.2 s\) \(file_list .*line 7\): the segment has 1 frames "
+                                        r"\(2 to 2\), a clip needs 4"):
+        ds[5]
+    # The native reader names the same file, segment and line (its samples are in memory).
+    with pytest.raises(DataError, match=r"tree_cinepak_320x240.avi\": segment \[1 s, 1.2 s\) \(samples\[5\]\): "
+                                        r"the segment has 1 frames \(2 to 2\), a clip needs 4"):
+        list(native(Subset(ds, [5]), batch_size=1))
+    pipe = Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        _, _, idx, _ = fn.video_reader(file_list=str(lst), file_root="/", file_list_format="path label start end",
+                                       frames_per_clip=4, sampler="uniform", output="count")
+        pipe.set_outputs(idx)
+    with pytest.raises(DataError, match=r"segment \[1 s, 1 s\) \(file_list .*ann.txt\" line 6\)"):
+        list(pipe)
+    # Contiguous: no clips for the short segment, one (failing) clip for the empty one.
+    cont = VideoList.from_file_list(lst, root="/", segments=True, frames_per_clip=4, sampler="contiguous")
+    assert [cont.clip_location(i)[0] for i in range(len(cont))].count(4) == 1
+    assert 5 not in [cont.clip_location(i)[0] for i in range(len(cont))]
+    # Bad arguments name the entry.
+    with pytest.raises(ValueError, match="mix"):
+        VideoList([("a.mp4", 0), ("b.mp4", 1, 0.0, 1.0)])
+    with pytest.raises(TypeError, match=r"samples\[0\]: start and end must be numbers"):
+        VideoList([("a.mp4", 0, "x", 1.0)])
+    with pytest.raises(TypeError, match="segments.*needs 'files'"):
+        fn.video_reader(segments=[(0, 1)])
+    with pytest.raises(TypeError, match="segments"):
+        fn.file_reader(files=["a.jpg"], segments=[(0, 1)])
+    with pytest.raises(ValueError, match="2 files and 1 segments"):
+        _C.Samples(["a.mp4", "b.mp4"], None, "", [(0.0, 1.0)])
+    with pytest.raises(TypeError, match=r"segments\[0\]: expected \(start, end\)"):
+        _C.Samples(["a.mp4"], None, "", [1.0])
+    with pytest.raises(ValueError, match="line 1: start"):
+        VideoList.from_file_list(_write(tmp_path / "bad.txt", "a.mp4 1 x 2\n"), segments=True)
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+# ---- metadata cache (VideoFolder / VideoList and video_reader share one file) -----------------
+
+def reader_counters(loader):
+    return next(o["counters"] for o in loader._pipe.stats()["operators"] if o["op"] == "video_reader")
+
+
+@pytest.mark.parametrize("sampler", ["contiguous", "random"])
+def test_metadata_cache_is_shared_by_video_folder_and_the_native_reader(folder, tmp_path, sampler):
+    cache = tmp_path / "meta.bin"
+    kw = dict(frames_per_clip=4, sampler=sampler, clip_stride=8, metadata_cache=cache,
+              transform=ClipEvalTransform(resize=(24, 32), crop_size=24))
+    first = VideoFolder(folder, **kw)
+    assert cache.is_file() and first._metadata().probes == len(first.samples) == 5
+    second = VideoFolder(folder, **kw)  # another run: every video from the file
+    meta = second._metadata()
+    assert (meta.probes, meta.hits, meta.misses, len(meta)) == (0, 5, 0, 5)
+    assert len(second) == len(first) and [second.clip_location(i) for i in range(len(second))] == \
+        [first.clip_location(i) for i in range(len(first))]
+    # The native reader reads the same file: no probe at all.
+    loader = native(second, batch_size=2, seed=0, threads=2)
+    batches = list(loader)
+    counters = reader_counters(loader)
+    assert counters["video_probes"] == 0 and counters["video_metadata_cache_hits"] == 5, counters
+    assert sum(len(y) for _, y in batches) == len(second)
+    if sampler == "contiguous":  # the same clips as without a cache
+        plain = VideoFolder(folder, frames_per_clip=4, sampler=sampler, clip_stride=8,
+                            transform=ClipEvalTransform(resize=(24, 32), crop_size=24))
+        assert_close_batches(batches, list(native(plain, batch_size=2, seed=0, threads=2)))
+    # The torch path in a worker process reads the file too.
+    assert len(list(DataLoader(second, batch_size=2, num_workers=1))) == (len(second) + 1) // 2
+
+
+def test_metadata_cache_keys_are_relative_and_bad_files_are_handled(folder, tmp_path):
+    cache = tmp_path / "meta.bin"
+    VideoList(SEGMENTS, root=folder, frames_per_clip=4, metadata_cache=cache)
+    meta = _C.VideoMetadataCache(str(cache))
+    assert len(meta) == 3 and meta.note == ""  # office.mp4 listed twice: one entry
+    # A moved tree keeps its cache: keys are relative to the root.
+    moved = tmp_path / "moved"
+    shutil.copytree(folder, moved, symlinks=True)
+    again = VideoList(SEGMENTS, root=moved, frames_per_clip=4, metadata_cache=cache)
+    assert again._metadata().probes == 0
+    # Corrupt: rebuilt with one warning.
+    data = bytearray(cache.read_bytes())
+    data[30] ^= 0xFF
+    cache.write_bytes(bytes(data))
+    with pytest.warns(RuntimeWarning, match=r"metadata_cache .*meta.bin' is corrupt \(checksum mismatch"):
+        rebuilt = VideoList(SEGMENTS, root=folder, frames_per_clip=4, metadata_cache=cache)
+    assert rebuilt._metadata().probes == 3
+    assert _C.VideoMetadataCache(str(cache)).note == ""
+    # Not a cache: refused, left alone.
+    other = tmp_path / "notes.txt"
+    other.write_text("hello\n")
+    with pytest.raises(ValueError, match="is not a video metadata cache.*refusing to overwrite it"):
+        VideoList(SEGMENTS, root=folder, metadata_cache=other)
+    assert other.read_text() == "hello\n"
+    # A folder that does not exist: a warning, the dataset still works.
+    with pytest.warns(RuntimeWarning, match="the metadata cache was not saved.*no_such_dir"):
+        ds = VideoList(SEGMENTS, root=folder, frames_per_clip=4, sampler="uniform",
+                       metadata_cache=tmp_path / "no_such_dir" / "meta.bin")
+    assert ds[0][0].shape[0] == 4
 
 
 # ---- MediaPipe names -----------------------------------------------------------------------

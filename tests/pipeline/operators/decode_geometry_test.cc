@@ -118,6 +118,32 @@ TEST(DecodeGeometry, CropOffsetAtTheEndsAndOutside) {
   EXPECT_EQ(round_half_even(-0.5), 0);
 }
 
+// crop_offset_binned cuts [0, 1] into H - h + 1 equal bins, one per offset: a uniform pos
+// gives each offset the same share (the pipeline's statistical test draws it:
+// VideoReaderTest.ClipCropOffsetsAreUniformIntegers), and pos 1 is the last offset.
+TEST(DecodeGeometry, BinnedCropOffsetsGiveEveryOffsetAnEqualBin) {
+  for (int64_t room : {0, 1, 4, 276}) {
+    std::vector<int64_t> count(static_cast<size_t>(room + 1));
+    constexpr int kSteps = 100000;
+    for (int i = 0; i < kSteps; ++i) {  // the midpoints of kSteps equal slices of [0, 1)
+      const int64_t k = crop_offset_binned(224 + room, 224, (i + 0.5) / kSteps);
+      ASSERT_GE(k, 0);
+      ASSERT_LE(k, room);
+      ++count[static_cast<size_t>(k)];
+    }
+    for (int64_t c : count) EXPECT_NEAR(double(c), double(kSteps) / double(room + 1), 1.0) << room;
+    EXPECT_EQ(crop_offset_binned(224 + room, 224, 0.0), 0);
+    EXPECT_EQ(crop_offset_binned(224 + room, 224, 1.0), room);
+  }
+  EXPECT_EQ(crop_offset_binned(5, 3, 0.34), 1);        // bins [0, 1/3), [1/3, 2/3), [2/3, 1]
+  EXPECT_EQ(crop_offset_binned(5, 3, 0.66), 1);
+  EXPECT_EQ(crop_offset_binned(5, 3, 0.67), 2);
+  EXPECT_EQ(crop_offset_binned(100, 105, 0.0), 0);     // padded: the image lies inside the window
+  EXPECT_EQ(crop_offset_binned(100, 105, 0.99), -5);
+  EXPECT_EQ(crop_offset_binned(100, 105, 1.0), -5);
+  EXPECT_EQ(crop_offset_binned(100, 105, 0.5), -3);    // floor(0.5 * 6)
+}
+
 TEST(DecodeGeometry, EvalPlanDecodesOnlyTheSpanAtFullResolution) {
   kernels::ResizeWorkspace ws;
   FusedDecodeArgs args;

@@ -6,13 +6,17 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <set>
 
 #include "decoders/video_decoder.h"
 #include "pipeline/errors.h"
 #include "pipeline/file_system.h"
 #include "pipeline/kernels/resize.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/readers/dataset.h"
+#include "pipeline/readers/video_metadata_cache.h"
 #include "tests/test_util.h"
 
 namespace hdl {
@@ -76,6 +80,40 @@ Tensor decode_alone(const std::string& path, const std::vector<int64_t>& frames)
   Tensor t = Tensor::empty({int64_t(frames.size()), info->display_height(), info->display_width(), 3}, DType::kU8, Layout::kFHWC);
   EXPECT_TRUE(dec.decode_into(**file, *info, frames, t.view()).is_ok());
   return t;
+}
+
+// A video's frame times in seconds from its first frame, from the decoder's timestamps.
+std::vector<double> frame_times(const std::string& path) {
+  auto file = posix_file_system()->open(path);
+  EXPECT_TRUE(file.is_ok());
+  VideoDecoder dec;
+  auto info = dec.probe(**file);
+  EXPECT_TRUE(info.is_ok()) << info.status().to_string();
+  std::vector<double> t;
+  for (int64_t pts : info->pts)
+    t.push_back(double(pts - info->pts.front()) * double(info->time_base_num) / double(info->time_base_den));
+  return t;
+}
+
+// The frames whose time lies in [start, end): the segment a clip must stay in.
+std::vector<int64_t> frames_in(const std::vector<double>& times, double start, double end) {
+  std::vector<int64_t> f;
+  for (size_t i = 0; i < times.size(); ++i)
+    if (times[i] >= start && times[i] < end) f.push_back(int64_t(i));
+  return f;
+}
+
+int64_t counter(const Pipeline& p, const std::string& name) {
+  for (const auto& op : p.stats().operators)
+    for (const auto& [n, v] : op.counters)
+      if (n == name) return v;
+  return -1;
+}
+
+std::string write_list(const std::string& root, const std::string& name, const std::string& text) {
+  const std::string path = root + "/" + name;
+  std::ofstream(path) << text;
+  return path;
 }
 
 TEST_F(VideoReaderTest, ContiguousClipsAreEveryClipWithTheDecodersPixels) {
@@ -217,6 +255,311 @@ TEST_F(VideoReaderTest, TruncatedAndNonVideoFilesFailTheirSamplesOnly) {
     EXPECT_EQ(n, p.num_samples()) << sampler;
     EXPECT_GE(p.stats().failures, 2u) << sampler;  // head.avi and text.mp4 at least
   }
+}
+
+// The train crop of a clip (video_reader resize + crop_mirror_normalize at a uniform crop_pos
+// with crop_pos_bins): every integer offset in [0, H - h] equally often, as torchvision's
+// RandomCrop draws it (torch.randint(0, H - h + 1)); rounding pos * (H - h) instead gives the
+// two end offsets half the others' frequency, which the chi-square test below rejects.
+TEST_F(VideoReaderTest, ClipCropOffsetsAreUniformIntegers) {
+  VideoTree tree;
+  constexpr int64_t kH = 10, kW = 14, kCrop = 6, kClipsPerVideo = 500;
+  PipelineSpec s;
+  auto r = s.add("video_reader", {},
+                 {{"file_root", tree.root()}, {"frames_per_clip", int64_t{1}}, {"clips_per_video", kClipsPerVideo},
+                  {"resize", std::vector<int64_t>{kH, kW}}},
+                 {}, "reader");
+  auto px = s.add("random_uniform", {}, {{"range", std::vector<double>{0.0, 1.0}}}, {}, "px");
+  auto py = s.add("random_uniform", {}, {{"range", std::vector<double>{0.0, 1.0}}}, {}, "py");
+  auto c = s.add("crop_mirror_normalize", {r[0]},
+                 {{"crop", std::vector<int64_t>{kCrop}}, {"crop_pos_bins", true}, {"dtype", "uint8"}, {"output_layout", "HWC"}},
+                 {{"crop_pos_x", px[0]}, {"crop_pos_y", py[0]}}, "crop");
+  s.set_outputs({c[0], r[0]});
+  Pipeline p(s, {.batch_size = 50, .num_threads = 2, .seed = 3});
+  std::vector<int64_t> rows(kH - kCrop + 1), cols(kW - kCrop + 1);
+  int64_t clips = 0, ambiguous = 0;
+  for (const auto& out : p.epoch_batches())
+    for (int64_t i = 0; i < out.outputs[0].size(); ++i, ++clips) {
+      const Tensor crop = out.outputs[0].sample(i), frame = out.outputs[1].sample(i);
+      ASSERT_EQ(crop.shape(), (Shape{1, kCrop, kCrop, 3}));
+      ASSERT_EQ(frame.shape(), (Shape{1, kH, kW, 3}));
+      std::vector<std::pair<int64_t, int64_t>> at;  // the windows of the frame equal to the crop
+      for (int64_t y = 0; y + kCrop <= kH; ++y)
+        for (int64_t x = 0; x + kCrop <= kW; ++x) {
+          bool same = true;
+          for (int64_t row = 0; row < kCrop && same; ++row)
+            same = std::memcmp(crop.typed<uint8_t>() + row * kCrop * 3, frame.typed<uint8_t>() + ((y + row) * kW + x) * 3,
+                               kCrop * 3) == 0;
+          if (same) at.emplace_back(y, x);
+        }
+      ASSERT_FALSE(at.empty()) << "clip " << clips << ": the crop is no window of the frame";
+      if (at.size() > 1) {
+        ++ambiguous;
+        continue;
+      }
+      ++rows[at[0].first], ++cols[at[0].second];
+    }
+  ASSERT_EQ(clips, 4 * kClipsPerVideo);
+  EXPECT_LT(ambiguous, clips / 100);
+  // Pearson's chi-square against the uniform law; 99.99th percentiles: 23.51 (4 degrees of
+  // freedom), 33.72 (8).
+  auto chi2 = [](const std::vector<int64_t>& n) {
+    double total = 0, x = 0;
+    for (int64_t v : n) total += double(v);
+    const double e = total / double(n.size());
+    for (int64_t v : n) x += (double(v) - e) * (double(v) - e) / e;
+    return x;
+  };
+  EXPECT_LT(chi2(rows), 23.51) << ::testing::PrintToString(rows);
+  EXPECT_LT(chi2(cols), 33.72) << ::testing::PrintToString(cols);
+  // Both end offsets come up about as often as the middle ones (rounding: half as often).
+  for (const auto* n : {&rows, &cols}) {
+    const double mean = double(clips - ambiguous) / double(n->size());
+    EXPECT_GT(double(n->front()), 0.8 * mean) << ::testing::PrintToString(*n);
+    EXPECT_GT(double(n->back()), 0.8 * mean) << ::testing::PrintToString(*n);
+  }
+}
+
+// "path label start end" lines: the same video on several lines, each with its own label and
+// segment; contiguous clips are every clip inside each segment (VideoClips over the segment's
+// frames), the video output is the line's entry, and each file is probed once.
+TEST_F(VideoReaderTest, SegmentsOfAFileListGiveEveryClipInsideThem) {
+  VideoTree tree;
+  const std::string list = write_list(tree.root(), "segments.txt",
+                                      "# path label start end\n"
+                                      "a/office.mp4 5 0.5 1.0\n"
+                                      "a/office.mp4 6 0 -\n"
+                                      "b/tree.avi 7 1 5\n"
+                                      "a/webcam.avi 8 0.2 1.5\n");
+  struct Line { std::string path; int64_t label; double start, end; };
+  const std::vector<Line> lines = {{"a/office.mp4", 5, 0.5, 1.0}, {"a/office.mp4", 6, 0, 1e9},
+                                   {"b/tree.avi", 7, 1, 5}, {"a/webcam.avi", 8, 0.2, 1.5}};
+  constexpr int64_t kFrames = 4, kStep = 2, kStride = 3, kSpan = (kFrames - 1) * kStep + 1;
+  // The clips VideoClips would cut from each segment's frames.
+  std::vector<std::vector<int64_t>> want;  // per line: every clip's frames, concatenated
+  int64_t total = 0;
+  for (const Line& l : lines) {
+    const std::vector<int64_t> inside = frames_in(frame_times(tree.root() + "/" + l.path), l.start, l.end);
+    ASSERT_GE(int64_t(inside.size()), kSpan) << l.path;
+    std::vector<int64_t> clips;
+    for (size_t s = 0; s + kSpan <= inside.size(); s += kStride)
+      for (int64_t t = 0; t < kFrames; ++t) clips.push_back(inside[s + t * kStep]);
+    total += int64_t(clips.size()) / kFrames;
+    want.push_back(clips);
+  }
+  Pipeline p(reader_spec("", {{"file_list", list}, {"file_list_format", "path label start end"}, {"sampler", "contiguous"},
+                              {"frames_per_clip", kFrames}, {"step", kStep}, {"clip_stride", kStride}}),
+             {.batch_size = 4, .num_threads = 2});
+  ASSERT_EQ(p.num_samples(), total);
+  EXPECT_EQ(counter(p, "video_probes"), 3);  // office.mp4 once for its two lines
+  std::vector<std::vector<int64_t>> got(lines.size());
+  for (const auto& out : p.epoch_batches())
+    for (int64_t i = 0; i < out.outputs[0].size(); ++i) {
+      const int64_t entry = *out.outputs[3].sample(i).typed<int64_t>();
+      ASSERT_GE(entry, 0);
+      ASSERT_LT(entry, 4);
+      EXPECT_EQ(*out.outputs[1].sample(i).typed<int64_t>(), lines[entry].label);
+      const Tensor idx = out.outputs[2].sample(i);
+      got[entry].insert(got[entry].end(), idx.typed<int64_t>(), idx.typed<int64_t>() + idx.num_elements());
+      if (entry == 2 && got[entry].size() == kFrames) {  // the first clip of tree.avi: the decoder's pixels
+        const std::vector<int64_t> frames(idx.typed<int64_t>(), idx.typed<int64_t>() + kFrames);
+        const Tensor alone = decode_alone(tree.root() + "/b/tree.avi", frames);
+        const Tensor clip = out.outputs[0].sample(i);
+        ASSERT_EQ(clip.shape(), alone.shape());
+        EXPECT_EQ(std::memcmp(clip.data(), alone.data(), alone.num_bytes()), 0);
+      }
+    }
+  for (size_t l = 0; l < lines.size(); ++l) EXPECT_EQ(got[l], want[l]) << "line of " << lines[l].path;
+}
+
+// Random and uniform clips of segments given in memory (Dataset::from_samples) never leave
+// their segment, and the random ones reach both of its ends.
+TEST_F(VideoReaderTest, ClipsOfSegmentsInMemoryStayInside) {
+  VideoTree tree;
+  const std::vector<std::string> paths = {"a/webcam.avi", "a/webcam.avi", "b/tree.avi"};
+  // tree.avi has a variable frame rate: frames at 0, 0.73, 1.13, 1.6, ... 5.93 s.
+  const std::vector<Segment> segments = {{0.5, 1.2}, {1.6, std::numeric_limits<double>::infinity()}, {0.25, 6}};
+  for (const char* sampler : {"random", "uniform"}) {
+    const int64_t per_video = std::string(sampler) == "random" ? 150 : 40;
+    PipelineSpec spec = reader_spec("", {{"sampler", sampler}, {"frames_per_clip", int64_t{3}}, {"step", int64_t{2}},
+                                         {"clips_per_video", per_video}, {"output", "count"}});
+    spec.nodes()[0].samples = std::make_shared<const Dataset>(Dataset::from_samples(paths, {0, 1, 2}, tree.root(), segments));
+    spec.nodes()[0].args["file_root"] = ArgValue(tree.root());
+    Pipeline p(spec, {.batch_size = 8, .num_threads = 2, .seed = 5});
+    std::vector<std::set<int64_t>> starts(3);
+    std::vector<std::vector<int64_t>> inside(3);
+    for (size_t v = 0; v < 3; ++v)
+      inside[v] = frames_in(frame_times(tree.root() + "/" + paths[v]), segments[v].start, segments[v].end);
+    int64_t clips = 0;
+    for (const auto& out : p.epoch_batches())
+      for (int64_t i = 0; i < out.outputs[2].size(); ++i, ++clips) {
+        const int64_t v = *out.outputs[3].sample(i).typed<int64_t>();
+        const Tensor idx = out.outputs[2].sample(i);
+        const int64_t* f = idx.typed<int64_t>();
+        const auto at = std::find(inside[v].begin(), inside[v].end(), f[0]);
+        ASSERT_NE(at, inside[v].end()) << sampler << " entry " << v << " frame " << f[0];
+        const size_t pos = size_t(at - inside[v].begin());
+        ASSERT_LT(pos + 4, inside[v].size()) << sampler << " entry " << v;
+        for (int64_t t = 0; t < 3; ++t) EXPECT_EQ(f[t], inside[v][pos + 2 * t]);
+        starts[v].insert(f[0]);
+      }
+    EXPECT_EQ(clips, 3 * per_video) << sampler;
+    for (size_t v = 0; v < 3; ++v) {
+      EXPECT_EQ(*starts[v].begin(), inside[v].front()) << sampler << " " << v;
+      EXPECT_EQ(*starts[v].rbegin(), inside[v][inside[v].size() - 5]) << sampler << " " << v;
+    }
+    EXPECT_EQ(counter(p, "video_probes"), 2) << sampler;
+  }
+}
+
+// Bad segments fail their samples under the error policy, named by file, line and segment:
+// an end not after the start, a start past the video's end, a segment shorter than a clip
+// (contiguous: no clips, as a short video).
+TEST_F(VideoReaderTest, BadSegmentsFollowTheErrorPolicyNamingFileAndLine) {
+  VideoTree tree;
+  const std::string list = write_list(tree.root(), "bad.txt",
+                                      "a/office.mp4 1 0 1\n"      // good: 1 s of a 36-frame video
+                                      "a/office.mp4 2 1.2 1.2\n"  // empty
+                                      "b/puck.avi 3 50 60\n"      // past the end
+                                      "b/tree.avi 4 1 1.2\n");    // shorter than a clip (one frame)
+  auto spec = [&](const char* sampler) {
+    return reader_spec("", {{"file_list", list}, {"file_list_format", "path label start end"}, {"sampler", sampler},
+                            {"frames_per_clip", int64_t{4}}, {"clip_stride", int64_t{4}}, {"output", "count"}});
+  };
+  auto failures = [&](const char* sampler, std::vector<std::string>* messages) {
+    Pipeline p(spec(sampler), {.batch_size = 1, .num_threads = 1});
+    for (int64_t b = 0; b < p.batches_per_epoch(); ++b) {
+      try {
+        (void)p.next();
+      } catch (const DataError& e) {
+        messages->push_back(e.what());
+      }
+    }
+    return p.num_samples();
+  };
+  std::vector<std::string> random, contiguous;
+  EXPECT_EQ(failures("random", &random), 4);
+  ASSERT_EQ(random.size(), 3u);
+  auto has = [](const std::vector<std::string>& msgs, const std::vector<std::string>& parts) {
+    for (const std::string& m : msgs) {
+      bool all = true;
+      for (const std::string& part : parts) all = all && m.find(part) != std::string::npos;
+      if (all) return true;
+    }
+    return false;
+  };
+  const std::string where = "file_list \"" + list + "\" line ";
+  EXPECT_TRUE(has(random, {"office.mp4\"", "segment [1.2 s, 1.2 s) (" + where + "2): the end is not after the start"}))
+      << ::testing::PrintToString(random);
+  EXPECT_TRUE(has(random, {"puck.avi\"", "segment [50 s, 60 s) (" + where + "3): it starts at or after the video's end"}))
+      << ::testing::PrintToString(random);
+  EXPECT_TRUE(has(random, {"tree.avi\"", "segment [1 s, 1.2 s) (" + where + "4): the segment has ", "a clip needs 4"}))
+      << ::testing::PrintToString(random);
+  // Contiguous: the good line's clips, one failing clip each for the empty and the late
+  // segment, none for the short one.
+  const std::vector<double> office = frame_times(tree.root() + "/a/office.mp4");
+  const int64_t good = (int64_t(frames_in(office, 0, 1).size()) - 4) / 4 + 1;
+  EXPECT_EQ(failures("contiguous", &contiguous), good + 2);
+  EXPECT_EQ(contiguous.size(), 2u) << ::testing::PrintToString(contiguous);
+  // Under skip the failures are counted and replaced.
+  Pipeline p(spec("random"), {.batch_size = 2, .num_threads = 2, .on_error = ErrorPolicy::kSkip});
+  int64_t n = 0;
+  for (const auto& out : p.epoch_batches()) n += out.outputs[0].size();
+  EXPECT_EQ(n, 4);
+  EXPECT_GE(p.stats().failures, 3u);  // a replacement may draw a bad segment again
+}
+
+// metadata_cache: the first run probes every video (any sampler) and saves the cache, the
+// second probes none and gives the same clips; a changed video is probed again; a corrupt
+// cache is rebuilt with one warning; a file that is not a cache is refused.
+TEST_F(VideoReaderTest, MetadataCacheMakesTheSecondRunProbeNothing) {
+  VideoTree tree;
+  const std::string cache = tree.root() + "/meta.bin";
+  for (const char* sampler : {"random", "contiguous"}) {
+    fs::remove(cache);
+    const auto spec = reader_spec(tree.root(), {{"sampler", sampler}, {"frames_per_clip", int64_t{4}}, {"clip_stride", int64_t{9}},
+                                                {"metadata_cache", cache}, {"output", "count"}, {"shuffle", true}});
+    auto run = [&](int64_t probes, int64_t hits) {
+      Pipeline p(spec, {.batch_size = 3, .num_threads = 2, .seed = 4});
+      EXPECT_EQ(counter(p, "video_probes"), probes) << sampler;  // all of them before the first batch
+      EXPECT_EQ(counter(p, "video_metadata_cache_hits"), hits) << sampler;
+      EXPECT_EQ(counter(p, "video_metadata_cache_misses"), 4 - hits) << sampler;
+      std::vector<int64_t> frames;
+      for (const auto& out : p.epoch_batches())
+        for (int64_t i = 0; i < out.outputs[2].size(); ++i) {
+          const Tensor idx = out.outputs[2].sample(i);
+          frames.insert(frames.end(), idx.typed<int64_t>(), idx.typed<int64_t>() + idx.num_elements());
+          frames.push_back(*out.outputs[3].sample(i).typed<int64_t>());
+        }
+      EXPECT_EQ(counter(p, "video_probes"), probes) << sampler;  // none later
+      return frames;
+    };
+    const auto first = run(4, 0);
+    ASSERT_TRUE(fs::exists(cache)) << sampler;
+    EXPECT_EQ(run(0, 4), first) << sampler;
+    EXPECT_EQ(run(0, 4), first) << sampler;
+    // A video replaced by another file: only it is probed again (and its clips follow it).
+    fs::remove(fs::path(tree.root()) / "b" / "puck.avi");
+    fs::copy_file(clip("office_h264_320x240.mp4"), fs::path(tree.root()) / "b" / "puck.avi");
+    const auto changed = run(1, 3);
+    EXPECT_NE(changed, first) << sampler;
+    EXPECT_EQ(run(0, 4), changed) << sampler;
+    fs::remove(fs::path(tree.root()) / "b" / "puck.avi");
+    fs::create_symlink(clip("puck_mpeg4asp_400x300.avi"), fs::path(tree.root()) / "b" / "puck.avi");
+  }
+  // Corrupt: rebuilt, with one warning naming the reader and the file.
+  {
+    std::fstream f(cache, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x7f');
+  }
+  const auto spec = reader_spec(tree.root(), {{"frames_per_clip", int64_t{4}}, {"metadata_cache", cache}});
+  ::testing::internal::CaptureStderr();
+  {
+    Pipeline p(spec, {.batch_size = 2, .num_threads = 2});
+    EXPECT_EQ(counter(p, "video_probes"), 4);
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("video_reader \"reader\": warning: metadata_cache \"" + cache + "\" is corrupt (checksum mismatch"),
+            std::string::npos) << err;
+  EXPECT_EQ(err.find("warning", err.find("warning") + 1), std::string::npos) << err;  // once
+  {
+    Pipeline p(spec, {.batch_size = 2, .num_threads = 2});
+    EXPECT_EQ(counter(p, "video_probes"), 0);  // rebuilt
+  }
+  // Not a cache: refused, never overwritten.
+  write_list(tree.root(), "meta.bin", "a/office.mp4 0\n");
+  try {
+    Pipeline p(spec, {.batch_size = 2, .num_threads = 2});
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("video_reader \"reader\": metadata_cache \"" + cache + "\" exists and is not a video metadata cache"),
+              std::string::npos) << e.what();
+  }
+  std::ifstream in(cache);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "a/office.mp4 0\n");
+}
+
+// Segments share their video's entry: a list naming one video on three lines probes it once
+// and caches one entry; the second run probes nothing.
+TEST_F(VideoReaderTest, MetadataCacheWithSegmentsKeepsOneEntryPerVideo) {
+  VideoTree tree;
+  const std::string cache = tree.root() + "/meta.bin";
+  const std::string list = write_list(tree.root(), "seg.txt", "a/webcam.avi 1 0 1\na/webcam.avi 2 1 2\na/webcam.avi 3 2 -\n");
+  const auto spec = reader_spec("", {{"file_list", list}, {"file_list_format", "path label start end"},
+                                     {"frames_per_clip", int64_t{4}}, {"metadata_cache", cache}, {"output", "count"}});
+  {
+    Pipeline p(spec, {.batch_size = 3, .num_threads = 2});
+    EXPECT_EQ(counter(p, "video_probes"), 1);
+  }
+  std::string note;
+  EXPECT_EQ(VideoMetadataCache::load(cache, &note)->size(), 1);
+  Pipeline p(spec, {.batch_size = 3, .num_threads = 2});
+  EXPECT_EQ(counter(p, "video_probes"), 0);
+  EXPECT_EQ(counter(p, "video_metadata_cache_hits"), 1);
+  int64_t clips = 0;
+  for (const auto& out : p.epoch_batches()) clips += out.outputs[0].size();
+  EXPECT_EQ(clips, 3);
 }
 
 TEST_F(VideoReaderTest, FusedResizeAndCenterCropEqualFullFramesResizedThenCropped) {

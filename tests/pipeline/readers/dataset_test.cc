@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "pipeline/errors.h"
@@ -182,6 +184,82 @@ TEST(Dataset, FromSamplesNamesTheBadEntry) {
   EXPECT_EQ(message({std::string("a\0b.jpg", 7)}, {}), "samples: files[0] holds a NUL byte");
   const std::string msg = message({"a.jpg", "b.jpg", std::string(5000, 'x')}, {});
   EXPECT_NE(msg.find("samples: files[2] is 5000 bytes, longer than PATH_MAX (4095)"), std::string::npos) << msg;
+}
+
+TEST(Dataset, FileListWithSegments) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const FileListFormat f = FileListFormat::kPathLabelStartEnd;
+  // Paths with spaces, the same video on several lines, an open end, tabs, CRLF, a comment.
+  const Dataset d = Dataset::file_list_from_text(
+      "# Charades-style\nvideos/a b.mp4 3 1.5 4\nvideos/a b.mp4 7 0 -\n\n  c.mp4\t2\t10\t12.25  \r\n", "ann.txt", "/data", f);
+  ASSERT_EQ(d.size(), 3);
+  ASSERT_TRUE(d.has_segments());
+  EXPECT_EQ(d.relative_path(0), "videos/a b.mp4");
+  EXPECT_EQ(d.relative_path(1), "videos/a b.mp4");
+  EXPECT_EQ(d.label(0), 3);
+  EXPECT_EQ(d.label(1), 7);
+  EXPECT_EQ(d.label(2), 2);
+  EXPECT_EQ(d.segment(0).start, 1.5);
+  EXPECT_EQ(d.segment(0).end, 4.0);
+  EXPECT_EQ(d.segment(1).start, 0.0);
+  EXPECT_EQ(d.segment(1).end, kInf);
+  EXPECT_EQ(d.segment(2).end, 12.25);
+  EXPECT_EQ(d.path(2), "/data/c.mp4");
+  EXPECT_EQ(d.source(0), "file_list \"ann.txt\" line 2");
+  EXPECT_EQ(d.source(2), "file_list \"ann.txt\" line 5");
+  // The same text as "path label" lines: the last token is the label, the rest the path.
+  const Dataset plain = Dataset::file_list_from_text("v.mp4 3 1.5 4\n", "ann.txt", "");
+  EXPECT_FALSE(plain.has_segments());
+  EXPECT_EQ(plain.relative_path(0), "v.mp4 3 1.5");
+  EXPECT_EQ(plain.label(0), 4);
+  EXPECT_EQ(plain.segment(0).start, 0.0);
+  EXPECT_EQ(plain.segment(0).end, kInf);
+  // Nonsense segments are listed as they are: the reader reports them per sample.
+  const Dataset odd = Dataset::file_list_from_text("v.mp4 1 5 2\nv.mp4 1 -3 1e1\n", "ann.txt", "", f);
+  EXPECT_EQ(odd.segment(0).start, 5.0);
+  EXPECT_EQ(odd.segment(1).start, -3.0);
+  EXPECT_EQ(odd.segment(1).end, 10.0);
+  auto message = [&](const std::string& text) {
+    try {
+      Dataset::file_list_from_text(text, "ann.txt", "", f);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(message("ok.mp4 1 0 1\nv.mp4 1 2\n").find("ann.txt\" line 2: expected \"path label start end\""), std::string::npos)
+      << message("ok.mp4 1 0 1\nv.mp4 1 2\n");
+  EXPECT_NE(message("1 0 1\n").find("line 1: expected \"path label start end\""), std::string::npos);
+  EXPECT_NE(message("v.mp4 1 abc 2\n").find("line 1: start \"abc\" is not a number of seconds"), std::string::npos);
+  EXPECT_NE(message("v.mp4 1 - 2\n").find("line 1: start \"-\" is not a number"), std::string::npos);
+  EXPECT_NE(message("v.mp4 1 0 2s\n").find("line 1: end \"2s\" is not a number of seconds or -"), std::string::npos);
+  EXPECT_NE(message("v.mp4 1 0 inf\n").find("line 1: end \"inf\""), std::string::npos);
+  EXPECT_NE(message("v.mp4 1 nan 2\n").find("line 1: start \"nan\""), std::string::npos);
+  EXPECT_NE(message("v.mp4 x 0 2\n").find("line 1: label \"x\" is not an integer"), std::string::npos);
+  EXPECT_EQ(parse_file_list_format("path label start end"), f);
+  EXPECT_THROW(parse_file_list_format("path,label"), ConfigError);
+}
+
+TEST(Dataset, FromSamplesWithSegments) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const Dataset d = Dataset::from_samples({"a.mp4", "a.mp4"}, {1, 2}, "/v", {{0.5, 2}, {3, kInf}});
+  ASSERT_TRUE(d.has_segments());
+  EXPECT_EQ(d.segment(1).start, 3.0);
+  EXPECT_EQ(d.segment(1).end, kInf);
+  EXPECT_EQ(d.source(1), "samples[1]");
+  EXPECT_FALSE(Dataset::from_samples({"a.mp4"}, {}).has_segments());
+  try {
+    Dataset::from_samples({"a.mp4", "b.mp4"}, {}, "", {{0, 1}});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "samples: 2 files and 1 segments (give one segment per file, or none)");
+  }
+  try {
+    Dataset::from_samples({"a.mp4"}, {}, "", {{std::nan(""), 1}});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("samples: segments[0]"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
