@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 import torch
+import torchvision
 import torchvision.transforms as T
 from torch.utils.data import Subset
 from torch.utils.data._utils.collate import default_collate
@@ -351,6 +352,29 @@ _OWN_P = (T.RandomGrayscale, T.RandomSolarize, T.RandomInvert) + _FLIPS
 _APPLICABLE = (T.ColorJitter, T.GaussianBlur, T.Grayscale, T.RandomApply) + _OWN_P
 
 
+# Geometry torchvision applies to a uint8 tensor (after PILToTensor / v2's ToImage, before any
+# float conversion): crops are the same copies as on PIL images; resizes use torchvision's tensor
+# resampling, which is this library's default kernel (docs/PARITY.md: within 1 grey level).
+_TENSOR_GEOMETRY = (T.RandomResizedCrop, T.Resize, T.CenterCrop, T.RandomCrop)
+
+
+class OnTensor:
+    """A transform of _TENSOR_GEOMETRY that torchvision applies to a uint8 tensor: mapped with
+    the tensor kernel (no Pillow arithmetic) and the tensor path's antialias."""
+
+    def __init__(self, t: Any):
+        self.t = t
+
+    def antialias(self) -> bool:
+        """torchvision's antialias for this resize of a tensor: the transform's, or its default
+        (False for tensors before torchvision 0.17, True since)."""
+        a = getattr(self.t, "antialias", None)
+        if isinstance(a, bool):
+            return a
+        major, minor = (int(x) for x in torchvision.__version__.split(".")[:2])
+        return (major, minor) >= (0, 17)
+
+
 def _apply_items(t: Any) -> List[Any]:
     """The transforms of a RandomApply, flattened."""
     return _flatten(list(t.transforms))
@@ -415,6 +439,8 @@ def _split(transform: Any):
             # Flips commute with the per-pixel conversion, and with RandomErasing in law (a
             # uniformly placed rectangle mirrored is a uniformly placed rectangle).
             pil.append(t)
+        elif kind in _TENSOR_GEOMETRY and not float_out and normalize is None and not erasing:
+            pil.append(OnTensor(t))  # still uint8 (PILToTensor), nothing per-pixel after it yet
         elif kind is T.RandomErasing:
             if not float_out:
                 reasons.append("RandomErasing on a uint8 tensor (only float tensors are native)")
@@ -449,21 +475,28 @@ def _fused_decoder(pil: List[Any]) -> Tuple[Dict[str, Any], int]:
     i = 0
     if not fused or not pil:
         return args, 0
-    first = pil[0]
+    tensor = isinstance(pil[0], OnTensor)
+    first = pil[0].t if tensor else pil[0]
     if _kind(first) is T.RandomResizedCrop:
-        args.update(random_crop="resized", scale=list(first.scale), ratio=list(first.ratio),
-                    resize=_hw(first.size), antialias=True,  # PIL images are always resampled with antialiasing
-                    **_rrc_interpolation(first, "image_decoder"))
+        args.update(random_crop="resized", scale=list(first.scale), ratio=list(first.ratio), resize=_hw(first.size))
+        if tensor:  # torchvision's tensor resampling: the default kernel, the transform's antialias
+            args.update(antialias=pil[0].antialias(), interpolation=_interp(first.interpolation, "RandomResizedCrop"))
+        else:  # PIL images are always resampled with antialiasing
+            args.update(antialias=True, **_rrc_interpolation(first, "image_decoder"))
         i = 1
     elif _kind(first) is T.Resize:
         size = [first.size] if isinstance(first.size, int) else list(first.size)
-        args.update(resize=size, interpolation=_interp(first.interpolation, "Resize"), antialias=True,
-                    **_pillow("image_decoder", first.interpolation))
+        args.update(resize=size, interpolation=_interp(first.interpolation, "Resize"))
+        if tensor:
+            args["antialias"] = pil[0].antialias()
+        else:
+            args.update(antialias=True, **_pillow("image_decoder", first.interpolation))
         if first.max_size:
             args["max_size"] = int(first.max_size)
         i = 1
-    if i < len(pil) and _kind(pil[i]) is T.CenterCrop:
-        args["center_crop"] = _hw(pil[i].size)
+    nxt = lambda j: pil[j].t if isinstance(pil[j], OnTensor) else pil[j]
+    if i < len(pil) and _kind(nxt(i)) is T.CenterCrop:  # the same copy on a PIL image and a tensor
+        args["center_crop"] = _hw(nxt(i).size)
         i += 1
     return args, i
 
@@ -526,6 +559,8 @@ def _prob(op: str, p: Any) -> Dict[str, Any]:
 def _map_one(t: Any, x: DataNode, p: Any = 1.0) -> DataNode:
     """`t` applied to x with probability `p` (a float or a shared coin_flip; only transforms
     that keep the image's shape take one below 1, see _apply_reasons)."""
+    if isinstance(t, OnTensor):
+        return _map_on_tensor(t, x)
     op = recipe_op(t)
     if op is not None:
         name, args = op
@@ -604,6 +639,22 @@ def _map_one(t: Any, x: DataNode, p: Any = 1.0) -> DataNode:
         _require("augmix")
         return fn.augmix(x, **_augmix_args(t))
     raise Unsupported(f"transform {type(t).__name__} has no native mapping")
+
+
+def _map_on_tensor(o: OnTensor, x: DataNode) -> DataNode:
+    """Geometry torchvision applies to a uint8 tensor: resizes with the default (tensor) kernel
+    and the tensor path's antialias; crops as on PIL images (the same copies)."""
+    t, kind = o.t, _kind(o.t)
+    if kind is T.RandomResizedCrop:
+        _require("random_resized_crop")
+        return fn.random_resized_crop(x, size=_hw(t.size), scale=list(t.scale), ratio=list(t.ratio),
+                                      antialias=o.antialias(), interpolation=_interp(t.interpolation, "RandomResizedCrop"))
+    if kind is T.Resize:
+        _require("resize")
+        size = [t.size] if isinstance(t.size, int) else list(t.size)
+        return fn.resize(x, size=size, max_size=int(t.max_size or 0), interpolation=_interp(t.interpolation, "Resize"),
+                         antialias=o.antialias())
+    return _map_one(t, x)
 
 
 def _auto_augment_args(t: Any) -> Dict[str, Any]:

@@ -185,6 +185,17 @@ def _chains():
                               T.ToTensor(), T.Normalize(MEAN, STD)])),
         "randaugment": (v2.Compose([v2.CenterCrop(64), v2.RandAugment(), v2.PILToTensor()]),
                         T.Compose([T.CenterCrop(64), T.RandAugment(), T.PILToTensor()])),
+        # The references' tensor / tv_tensor backends: geometry on the uint8 tensor after
+        # ToImage (PILToTensor), torchvision's tensor resampling (antialias=True).
+        "train tensor backend": (v2.Compose([v2.ToImage(), v2.RandomResizedCrop(64, antialias=True),
+                                             v2.RandomHorizontalFlip(), v2.ToDtype(f32, scale=True),
+                                             v2.Normalize(MEAN, STD), v2.ToPureTensor()]),
+                                 T.Compose([T.PILToTensor(), T.RandomResizedCrop(64, antialias=True),
+                                            T.RandomHorizontalFlip(), T.ConvertImageDtype(f32), T.Normalize(MEAN, STD)])),
+        "eval tensor backend": (v2.Compose([v2.PILToTensor(), v2.Resize(72, antialias=True), v2.CenterCrop(64),
+                                            v2.ToDtype(f32, scale=True), v2.Normalize(MEAN, STD), v2.ToPureTensor()]),
+                                T.Compose([T.PILToTensor(), T.Resize(72, antialias=True), T.CenterCrop(64),
+                                           T.ConvertImageDtype(f32), T.Normalize(MEAN, STD)])),
         "crop pad grayscale": (v2.Compose([v2.Resize(40), v2.Pad(2, fill=7), v2.RandomCrop(36, padding=[1, 2]),
                                            v2.Grayscale(3), v2.PILToTensor(), v2.Identity()]),
                                T.Compose([T.Resize(40), T.Pad(2, fill=7), T.RandomCrop(36, padding=[1, 2, 1, 2]),
@@ -211,12 +222,13 @@ def test_native_v2_chains_are_the_v1_chains_byte_for_byte(val_root, name):
 def test_eval_chains_match_torchs_v2(val_root):
     import PIL
     std = torch.tensor(STD).view(1, 3, 1, 1)
-    for name in ("eval", "eval bicubic uint8"):
+    for name in ("eval", "eval bicubic uint8", "eval tensor backend"):
         ds = folder(val_root, _chains()[name][0])
         count = 0
         for (x, y), (u, v) in zip(native(ds, batch_size=64), DataLoader(ds, batch_size=64)):
             assert torch.equal(y, v) and x.dtype == u.dtype and x.shape == u.shape
-            if x.dtype == torch.float32:  # bilinear, the tensor kernel: PARITY's eval bound
+            if x.dtype == torch.float32:  # bilinear, the tensor kernel: PARITY's eval bound (and on tensors
+                # torchvision's own tensor path, which the kernel follows within 1 level)
                 diff = ((x - u) * std).abs()
                 assert diff.mean().item() <= 1 / 255 and diff.max().item() <= 2 / 255 + 1e-6
             else:  # bicubic, Pillow's own arithmetic: exact with Pillow 9.4, printed with others
@@ -233,7 +245,7 @@ def test_eval_chains_match_torchs_v2(val_root):
 
 
 @needs_v2
-@pytest.mark.parametrize("name", ["train", "colour", "randaugment", "crop pad grayscale"])
+@pytest.mark.parametrize("name", ["train", "colour", "randaugment", "crop pad grayscale", "train tensor backend"])
 def test_random_v2_chains_follow_torchs_law(val_root, name):
     ds = folder(val_root, _chains()[name][0])
     ours = mean_values(native(ds, batch_size=16, seed=2, shuffle=False))
@@ -266,8 +278,9 @@ def _unmapped():
             ([v2.RandomRotation(10)], "v2.RandomRotation has no native mapping"),
             ([v2.CenterCrop(32), v2.PILToTensor(), v2.ToDtype(torch.float32)], "scale=False"),
             ([v2.CenterCrop(32), v2.MixUp(num_classes=3)], "acts on batches"),
-            ([v2.ToImage(), v2.RandomResizedCrop(32), v2.ToDtype(torch.float32, scale=True)],
-             "RandomResizedCrop after PILToTensor")]  # tv_tensor backend: tensor kernels after ToImage
+            # Geometry on the tensor once it is float (or after a per-pixel op) has no mapping.
+            ([v2.ToImage(), v2.ToDtype(torch.float32, scale=True), v2.RandomResizedCrop(32)],
+             "RandomResizedCrop after PILToTensor")]
 
 
 @needs_v2
@@ -315,7 +328,8 @@ def test_mixup_cutmix_collate_fns_are_native(val_root):
 # ---- the references' --use-v2 presets (recipes.py) ----------------------------------------------
 
 V2_NATIVE = {"v2 references train (default)", "v2 references train ra", "v2 references train erasing",
-             "v2 references train mixup/cutmix", "v2 references eval"}
+             "v2 references train mixup/cutmix", "v2 references eval",
+             "v2 references train (tv_tensor backend)", "v2 references eval (tv_tensor backend)"}
 
 
 @needs_v2
@@ -348,3 +362,24 @@ def test_v2_presets_are_the_v1_presets_byte_for_byte(val_root, v2_name, v1_name)
         assert torch.equal(y, v) and torch.equal(x, u)
         if n == 1:
             break
+
+
+# ---- v1 too: geometry on the uint8 tensor after PILToTensor (torchvision 0.14 as well) ---------
+
+def test_v1_geometry_after_pil_to_tensor_is_native_and_torchs_tensor_path(val_root):
+    """T.PILToTensor() then Resize / CenterCrop on the tensor: the default (tensor) kernel with
+    torchvision's antialias for tensors (an explicit antialias=True here; before 0.17 the default
+    on tensors is False), within PARITY's tensor bound of torch's DataLoader."""
+    f32 = torch.float32
+    std = torch.tensor(STD).view(1, 3, 1, 1)
+    for antialias in (True, False):
+        t = T.Compose([T.PILToTensor(), T.Resize(72, antialias=antialias), T.CenterCrop(64), T.ConvertImageDtype(f32),
+                       T.Normalize(MEAN, STD)])
+        ds = folder(val_root, t)
+        count = 0
+        for (x, y), (u, v) in zip(native(ds, batch_size=64), DataLoader(ds, batch_size=64)):
+            assert torch.equal(y, v) and x.shape == u.shape
+            diff = ((x - u) * std).abs()
+            assert diff.mean().item() <= 0.01 / 255 and diff.max().item() <= 1 / 255 + 1e-6, antialias
+            count += len(y)
+        assert count == len(ds)
