@@ -48,20 +48,28 @@ Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) {
   return fs->open(path);
 }
 
-InfoPtr probe(const std::string& path) {
-  Result<VideoInfo> info = Status::internal("not probed");
+// Opens `path` and returns read(file, decoder), run without the GIL; a failure raises DataError
+// naming the file.
+template <typename T, typename Read>
+T read_video(const std::string& path, const Read& read) {
+  Result<T> r = Status::internal("not read");
   {
     py::gil_scoped_release nogil;
     Result<std::unique_ptr<RandomAccessFile>> file = open_file(path);
     if (!file.is_ok()) {
-      info = file.status();
+      r = file.status();
     } else {
       VideoDecoder decoder;
-      info = decoder.probe(**file);
+      r = read(**file, decoder);
     }
   }
-  if (!info.is_ok()) raise_data_error("probe_video", path, info.status());
-  return std::make_shared<VideoInfo>(std::move(info).value());
+  if (!r.is_ok()) raise_data_error("probe_video", path, r.status());
+  return std::move(r).value();
+}
+
+InfoPtr probe(const std::string& path) {
+  return std::make_shared<VideoInfo>(
+      read_video<VideoInfo>(path, [](const RandomAccessFile& f, VideoDecoder& d) { return d.probe(f); }));
 }
 
 py::dict info_to_dict(const VideoInfo& v) {
@@ -164,21 +172,11 @@ class PyMetadataCache {
   }
 
   InfoPtr video_info(const std::string& key, const std::string& path) {
-    Result<VideoMetadataCache::Info> info = Status::internal("not read");
     bool probed = false;
-    {
-      py::gil_scoped_release nogil;
-      Result<std::unique_ptr<RandomAccessFile>> file = open_file(path);
-      if (!file.is_ok()) {
-        info = file.status();
-      } else {
-        VideoDecoder decoder;
-        info = cache_->get_or_probe(key, **file, decoder, &probed);
-      }
-    }
+    VideoMetadataCache::Info info = read_video<VideoMetadataCache::Info>(
+        path, [&](const RandomAccessFile& f, VideoDecoder& d) { return cache_->get_or_probe(key, f, d, &probed); });
     if (probed) probes_.fetch_add(1, std::memory_order_relaxed);
-    if (!info.is_ok()) raise_data_error("probe_video", path, info.status());
-    return std::const_pointer_cast<VideoInfo>(*info);
+    return std::const_pointer_cast<VideoInfo>(info);
   }
 
   void save() {
