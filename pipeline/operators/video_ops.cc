@@ -679,13 +679,13 @@ class MixedVideoReader final : public VideoReader {
   }
 
   // This thread's device decoding, made on first use.
-  static Result<DeviceDecode*> device_decode(SampleIO& io, VideoState& st, const VideoDecoderOptions& options) {
+  Result<DeviceDecode*> device_decode(SampleIO& io, VideoState& st) const {
     if (!st.device) {
       const Device device = io.device();
       if (device.is_cpu()) return Status::unsupported("NVDEC: the pipeline has no device stage");
       auto dev = std::make_unique<DeviceDecode>();
       HDL_ASSIGN_OR_RETURN(dev->stream, cuda::Stream::create(device));
-      VideoDecoderOptions o = options;
+      VideoDecoderOptions o = clip_decode().decoder_options();
       o.device = device;
       o.cuda_stream = dev->stream.handle();
       o.threads = 1;
@@ -694,9 +694,6 @@ class MixedVideoReader final : public VideoReader {
       st.device = std::move(dev);
     }
     return st.device.get();
-  }
-  Result<DeviceDecode*> device_decode(SampleIO& io, VideoState& st) const {
-    return device_decode(io, st, clip_decode().decoder_options());
   }
 
   // The pool of device clip blocks (made on first use, on the pipeline's device).
