@@ -1,46 +1,109 @@
 #!/usr/bin/env bash
-# The GPU checks of the device stage, in one go, on a machine with a CUDA device (the lent GPU
+# The GPU checks and benchmarks, in one go, on a machine with a CUDA device (the lent GPU
 # machine: see ../shared/device/README.md; build-device built and its env.sh sourced).
-#   bash tests/cuda/gpu_checks.sh BUILD_DIR CORPUS_TRAIN_DIR LOG_DIR
-# Logs: ctest_gpu.log (CTest label gpu), memcheck.log / racecheck.log / synccheck.log
-# (compute-sanitizer over the pipeline's gpu-stage tests), pytest_gpu.log (the Python gpu
-# tests), bench_gpu.log (tests/python/bench_gpu.py), hdl_bench.log (hdl-bench cpu vs cuda, with
-# JPEG decode on CPU threads and on the hardware engines: the mixed stage).
+#   bash tests/cuda/gpu_checks.sh BUILD_DIR CORPUS_DIR LOG_DIR [STEPS]
+# CORPUS_DIR is a corpus (or a slice of one: make_corpus_subset.sh, tests/cuda/video_subset.sh);
+# its imagenet/train photos are repeated through symlinks for the benchmarks.
+# STEPS (default all): a comma-separated subset of
+#   correctness, in parallel:  ctest (CTest label gpu), memcheck, racecheck, synccheck
+#                              (compute-sanitizer over the mixed stage, the gpu stage and NVDEC),
+#                              pytest (the Python gpu tests)
+#   benchmarks, one at a time: bench (tests/python/bench_gpu.py: the JPEG targets), train
+#                              (samples/train_resnet.py, ResNet-50 and -18, four inputs), hdlbench
+#                              (hdl-bench resnet-train cpu / cuda+cpu decode / cuda default),
+#                              nvdec (samples/benchmark/nvdec_bench.py), epochs (10 epochs of
+#                              device="cuda": pools flat, first batch)
+# Each step has a time limit (HDL_GPU_LIMIT_<STEP> seconds overrides it), and no step runs past
+# HDL_GPU_DEADLINE seconds from the start (default 3600: a lent machine's call is short); LOG_DIR/summary.log
+# gets one line per step and its headline figures, LOG_DIR/<step>.log the whole output.
 set -uo pipefail
-build=${1:?usage: gpu_checks.sh BUILD_DIR CORPUS_TRAIN_DIR LOG_DIR}; train=${2:?}; logs=${3:?}
+build=${1:?usage: gpu_checks.sh BUILD_DIR CORPUS_DIR LOG_DIR [STEPS]}; corpus=${2:?}; logs=${3:?}; steps=${4:-all}
 mkdir -p "$logs"
-export PYTHONUNBUFFERED=1
-ctest --test-dir "$build" -L gpu --output-on-failure > "$logs/ctest_gpu.log" 2>&1
-echo "ctest -L gpu: $(grep -E 'tests passed|tests failed' "$logs/ctest_gpu.log")"
-for tool in memcheck racecheck synccheck; do
-  compute-sanitizer --tool $tool --error-exitcode 3 "$build/tests/cuda/cuda_gpu_test" \
-    --gtest_filter='PipelineGpuTest.GpuStage*:PipelineGpuTest.Released*:NvjpegHardwareGpuTest.*:VideoGpuTest.*' > "$logs/$tool.log" 2>&1
-  echo "compute-sanitizer $tool: rc $? $(grep -E 'ERROR SUMMARY' "$logs/$tool.log" | tail -1)"
-done
-timeout 400 python3 -m pytest $(ls tests/python/test_gpu_*.py) -q > "$logs/pytest_gpu.log" 2>&1
-echo "pytest gpu: $(tail -1 "$logs/pytest_gpu.log")"
-timeout 300 python3 tests/python/bench_gpu.py --root "$train" --files 7200 --epochs 5 > "$logs/bench_gpu.log" 2>&1
-tail -4 "$logs/bench_gpu.log"
-# hdl-bench over the same kind of tree (photos repeated through symlinks).
-tree=$(mktemp -d)
-python3 - "$train" "$tree" <<'PY'
+export PYTHONUNBUFFERED=1 HDL_CORPUS_DIR=$corpus
+train=$corpus/imagenet/train
+summary=$logs/summary.log
+start=$SECONDS
+say() { echo "[$((SECONDS - start))s] $*" | tee -a "$summary"; }
+want() { [[ $steps == all || ",$steps," == *",$1,"* ]]; }
+limit() { local v="HDL_GPU_LIMIT_${1^^}"; echo "${!v:-$2}"; }
+# run STEP DEFAULT_LIMIT CMD...: CMD's output to LOG_DIR/STEP.log, the exit status to the summary.
+run() {
+  local step=$1 lim; lim=$(limit "$1" "$2"); shift 2
+  local left=$((${HDL_GPU_DEADLINE:-3600} - (SECONDS - start)))
+  [ $left -lt $lim ] && lim=$left
+  if [ $lim -lt 10 ]; then say "$step: skipped, past the deadline"; return 125; fi
+  local t=$SECONDS
+  timeout --kill-after=5 "$lim" "$@" > "$logs/$step.log" 2>&1
+  local rc=$?
+  local what="rc $rc"; [ $rc -eq 124 ] && what="TIMED OUT after ${lim}s"
+  say "$step: $what in $((SECONDS - t))s"
+  return $rc
+}
+
+say "start: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1), $(nproc) CPUs"
+# The photos the benchmarks repeat, as a 10-class ImageFolder of N files (symlinks).
+tree() {  # tree N DIR
+  python3 - "$train" "$2" "$1" <<'PY'
 import os, sys
-src, out = sys.argv[1:]
+src, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 photos = sorted(os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs if f.lower().endswith((".jpeg", ".jpg")))
-for i in range(7200):
+for i in range(n):
     c = os.path.join(out, f"c{i % 10:02d}"); os.makedirs(c, exist_ok=True)
     os.symlink(os.path.abspath(photos[i % len(photos)]), os.path.join(c, f"{i:06d}.jpg"))
 PY
-for args in "--device cpu" "--device cuda --decoder cpu" "--device cuda --decoder hardware" \
-            "--device cpu --no-dct-scaling" "--device cuda --decoder cpu --no-dct-scaling"; do
-  echo "== hdl-bench resnet-train $args" >> "$logs/hdl_bench.log"
-  "$build/bin/hdl-bench" resnet-train "$tree" --epochs 3 --no-progress $args >> "$logs/hdl_bench.log" 2>&1
-  echo "hdl-bench $args: $(grep -E '^throughput|^CPU util' "$logs/hdl_bench.log" | tail -2 | tr '\n' ' ')"
+}
+
+# Correctness, in parallel (the GPU is shared; none of these measures time).
+filter='PipelineGpuTest.GpuStage*:PipelineGpuTest.Released*:NvjpegHardwareGpuTest.*:VideoGpuTest.*:MixedStageGpuTest.*'
+want ctest && run ctest 150 ctest --test-dir "$build" -L gpu --output-on-failure -j 4 &
+for tool in memcheck racecheck synccheck; do
+  want $tool && run $tool 150 compute-sanitizer --tool $tool --error-exitcode 3 "$build/tests/cuda/cuda_gpu_test" \
+    --gtest_filter="$filter" &
 done
-rm -rf "$tree"
-# NVDEC against CPU threads (the video issue's target: >= 3x on 1080p H.264).
-if [ -f "${HDL_CORPUS_DIR:-build/corpus}/video/original/dog_phone_h264_1920x1080.mp4" ]; then
-  timeout 400 python3 samples/benchmark/nvdec_bench.py --build "$build" --threads "$(nproc)" --rounds 3 \
-    --json "$logs/nvdec_bench.json" > "$logs/nvdec_bench.log" 2>&1
-  tail -6 "$logs/nvdec_bench.log"
+want pytest && run pytest 150 python3 -m pytest tests/python/test_gpu_stage.py tests/python/test_gpu_ops.py \
+  tests/python/test_gpu_video.py -q -rs --durations=12 -p no:cacheprovider &
+wait
+if want ctest; then
+  say "  ctest: $(grep -E 'tests passed|tests failed' "$logs/ctest.log")"
+  grep -E '^\[ (nvjpeg|nvdec|video|yuv|bound)' "$logs/ctest.log" | sort -u | head -40 | tee -a "$summary"
+  grep -E '\(Failed\)|\(Timeout\)|\(SEGFAULT\)|Exception' "$logs/ctest.log" | tee -a "$summary"
 fi
+for tool in memcheck racecheck synccheck; do
+  want $tool && say "  $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/$tool.log" | tail -1) $(grep -cE '^\[  FAILED' "$logs/$tool.log") failed"
+done
+want pytest && say "  pytest: $(grep -E 'passed|failed|error' "$logs/pytest.log" | tail -1)"
+
+# Benchmarks, one at a time.
+if want bench; then
+  run bench 90 python3 tests/python/bench_gpu.py --root "$train" --files 7680 --epochs 3 \
+    --modes cpu,gpu,gpu-hw,hw-alone,tv-gpu,torch-dl
+  grep -E '^(cpu|gpu|gpu-hw|hw-alone|tv-gpu|torch-dl) +[0-9]|^target|rate .*x cpu' "$logs/bench.log" | tee -a "$summary"
+fi
+if want train; then
+  d=$(mktemp -d); tree 12800 "$d"
+  for arch in resnet50 resnet18; do
+    run train_$arch 75 python3 samples/train_resnet.py "$d" --arch $arch --amp --channels-last --batch-size 256 \
+      --workers 0 --warmup 8 --steps 30 --print-every 1000 --inputs synthetic,torch,hdl,hdl-cuda
+    sed -n '/^resnet.*measured steps/,$p' "$logs/train_$arch.log" | tee -a "$summary"
+  done
+  rm -rf "$d"
+fi
+if want nvdec && [ -f "$corpus/video/original/dog_phone_h264_1920x1080.mp4" ]; then
+  run nvdec 60 python3 samples/benchmark/nvdec_bench.py --build "$build" --threads "$(nproc)" --rounds 1 --copies 64 \
+    --json "$logs/nvdec.json"
+  tail -6 "$logs/nvdec.log" | tee -a "$summary"
+fi
+if want hdlbench; then
+  d=$(mktemp -d); tree 7680 "$d"
+  for args in "--device cpu" "--device cuda --decoder cpu" "--device cuda"; do
+    run hdlbench 30 "$build/bin/hdl-bench" resnet-train "$d" --epochs 3 --no-progress $args
+    cat "$logs/hdlbench.log" >> "$logs/hdlbench_all.log"
+    say "  hdl-bench resnet-train $args: $(grep -E '^throughput|^CPU util|^time to first|hardware_images' "$logs/hdlbench.log" | tr '\n' ' ')"
+  done
+  rm -rf "$d"
+fi
+if want epochs; then
+  run epochs 40 python3 tests/python/bench_gpu.py --root "$train" --files 2560 --epochs 10 --modes gpu-hw
+  grep -E '^gpu-hw +[0-9]|^target first' "$logs/epochs.log" | tee -a "$summary"
+fi
+say "done"

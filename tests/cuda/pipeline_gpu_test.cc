@@ -4,6 +4,9 @@
 // synccheck) over the device stage: docs/CUDA.md.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -140,6 +143,85 @@ TEST(PipelineGpuTest, EarlyStopAndBatchesOutlivingThePipeline) {
   std::string sizes;
   for (const auto& [d, p] : seen) sizes += " " + std::to_string(d >> 10) + "/" + std::to_string(p >> 10);
   std::printf("pool KiB per epoch (device/pinned):%s\n", sizes.c_str());
+}
+
+// decode (mixed: the hardware engines and CPU threads; or cpu) -> RandomResizedCrop 96 ->
+// normalise, on the device (or all on the cpu stage): tests/python/test_gpu_stage.py's mixed
+// pipelines, here so that compute-sanitizer runs over the mixed stage too.
+PipelineSpec mixed_spec(double hw_share, bool cpu_only = false) {
+  const Stage tail = cpu_only ? Stage::kCpu : Stage::kDevice;
+  PipelineSpec spec;
+  auto files = spec.add("file_reader", {}, {{"file_root", (corpus_dir() / "imagenet" / "train").string()}, {"shuffle", true}},
+                        {}, "reader");
+  PipelineSpec::Args decode_args{{"output_type", "rgb"}};
+  if (!cpu_only) decode_args.emplace_back("hw_share", hw_share);
+  auto images = spec.add("image_decoder", {files[0]}, decode_args, {}, "decode", cpu_only ? Stage::kCpu : Stage::kMixed);
+  auto crops = spec.add("random_resized_crop", {images[0]}, {{"size", {96, 96}}}, {}, "rrc", tail);
+  auto out = spec.add("crop_mirror_normalize", {crops[0]},
+                      {{"mean", {0.485, 0.456, 0.406}}, {"std", {0.229, 0.224, 0.225}}}, {}, "normalize", tail);
+  spec.set_outputs({out[0], files[1]});
+  return spec;
+}
+
+int64_t counter(const PipelineStats& s, const std::string& node, const std::string& name) {
+  for (const OperatorStats& op : s.operators)
+    if (op.name == node)
+      for (const auto& [k, v] : op.counters)
+        if (k == name) return v;
+  return -1;
+}
+
+TEST(PipelineGpuTest, MixedStageDecodesOnTheEnginesAndCpuThreads) {
+  HDL_REQUIRE_CUDA_DEVICE();
+  HDL_REQUIRE_CORPUS();
+  auto stream = cuda::Stream::create(Device::cuda(0));
+  ASSERT_TRUE(stream.is_ok());
+  std::vector<Tensor> want;
+  std::vector<std::vector<int64_t>> want_indices;
+  {
+    Pipeline cpu(mixed_spec(0, true), options());
+    for (int epoch = 0; epoch < 2; ++epoch)
+      while (auto c = cpu.next()) want.push_back(c->outputs[0].as_tensor()), want_indices.push_back(c->dataset_indices);
+  }
+  ASSERT_GT(want.size(), 2u);
+  for (double hw_share : {0.0, 1.0, -1.0}) {
+    Pipeline mixed(mixed_spec(hw_share), options());
+    size_t i = 0;
+    double worst_mean = 0;
+    int64_t images = 0;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      while (auto g = mixed.next()) {
+        ASSERT_LT(i, want.size());
+        const Tensor got = host_copy(g->outputs[0], *stream);
+        EXPECT_EQ(g->dataset_indices, want_indices[i]);
+        images += got.shape()[0];
+        if (hw_share == 0) {  // every image on CPU threads: the cpu pipeline's values
+          EXPECT_TRUE(same_bytes(want[i], got)) << "batch " << i;
+        } else {  // the engines' pixels are nvJPEG's (normalised: 1 level is 1/(255 std))
+          ASSERT_EQ(got.shape(), want[i].shape());
+          double sum = 0;
+          const float* a = got.typed<float>();
+          const float* b = want[i].typed<float>();
+          for (int64_t k = 0; k < got.num_elements(); ++k) sum += std::fabs(double(a[k]) - double(b[k])) * 0.226 * 255;
+          worst_mean = std::max(worst_mean, sum / double(got.num_elements()));
+        }
+        ++i;
+      }
+    }
+    EXPECT_EQ(i, want.size());
+    EXPECT_LE(worst_mean, testing::kNvjpegMeanBound);
+    const PipelineStats s = mixed.stats();
+    const int64_t hw = counter(s, "decode", "hardware_images"), cpu = counter(s, "decode", "cpu_images"),
+                  fallback = counter(s, "decode", "device_stage_cpu_images");
+    // Every image counted once (prefetch may have started a third epoch).
+    EXPECT_GE(hw + cpu + fallback, images);
+    if (hw_share == 0) EXPECT_EQ(hw, 0);
+    if (hw_share == 1) EXPECT_GT(hw, images / 2);
+    std::printf("[ mixed ] hw_share %4.1f: %lld images, hardware %lld, cpu threads %lld, device-stage fallback %lld, "
+                "cpu share %lld permille, worst batch mean |diff| %.3f levels\n",
+                hw_share, (long long)images, (long long)hw, (long long)cpu, (long long)fallback,
+                (long long)counter(s, "decode", "cpu_share_permille"), worst_mean);
+  }
 }
 
 TEST(PipelineGpuHostTest, GpuStageWithoutADeviceIsAClearConfigError) {
