@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <optional>
+#include <stdexcept>
 
 #include "media/cuda/allocator.h"
 #include "media/cuda/runtime.h"
@@ -201,6 +203,7 @@ DeviceStage::DeviceStage(ExecutorCore& core, int device_index)
   is_output_.assign(static_cast<size_t>(core.graph.num_values()), false);
   for (int v : core.graph.outputs()) is_output_[v] = true;
   std::vector<bool> uploaded(core.graph.num_values(), false);
+  upload_late_.assign(static_cast<size_t>(core.graph.num_values()), false);
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (nodes[n].spec.stage == Stage::kCpu) continue;
     nodes_.push_back(static_cast<int>(n));
@@ -219,12 +222,15 @@ DeviceStage::DeviceStage(ExecutorCore& core, int device_index)
     if (core.value_stage[v] == Stage::kCpu && !uploaded[v]) {
       uploaded[v] = true;
       uploads_.push_back(v);
+      upload_late_[v] = true;  // into pooled memory, after the nodes (wait_for_releases)
     }
   }
   const GraphNode& first = nodes[nodes_.front()];
   const std::string who = first.spec.describe() + " (" + stage_name(first.spec.stage) + "): ";
   if (Status st = cuda::require_device(device_); !st.is_ok()) throw ConfigError(who + st.message());
-  auto stream = cuda::Stream::create(device_);
+  // The highest priority the device has: a batch's kernels are few and small, and a training
+  // step's kernels queued on the consumer's stream would otherwise delay each of them.
+  auto stream = cuda::Stream::create(device_, std::numeric_limits<int>::min());
   if (!stream.is_ok()) throw ConfigError(who + stream.status().message());
   stream_ = std::move(stream).value();
   auto event = cuda::Event::create(device_);
@@ -234,7 +240,10 @@ DeviceStage::DeviceStage(ExecutorCore& core, int device_index)
 
 Tensor DeviceStage::allocate(int value, const Shape& shape, DType dtype, Layout layout) {
   const size_t bytes = static_cast<size_t>(shape.num_elements()) * dtype_size(dtype);
-  if (is_output_[value]) return Tensor::empty(shape, dtype, layout, pool_);  // the consumer's
+  if (is_output_[value]) {  // the consumer's: pooled memory a consumer may have read
+    wait_for_releases();
+    return Tensor::empty(shape, dtype, layout, pool_);
+  }
   Arena& a = arenas_[value];
   const size_t need = a.used + align(bytes);
   if (!a.block || need > a.block->capacity()) {
@@ -284,8 +293,15 @@ Status DeviceStage::run(Job& job) {
   }
 }
 
-Status DeviceStage::upload(Job& job, Pending& pending) {
+void DeviceStage::wait_for_releases() {
+  for (const cuda::Event& e : release_waits_)
+    if (Status st = stream_.wait(e); !st.is_ok()) throw std::runtime_error("waiting for a consumer's release: " + st.message());
+  release_waits_.clear();
+}
+
+Status DeviceStage::upload(Job& job, Pending& pending, bool late) {
   for (int v : uploads_) {
+    if (upload_late_[v] != late) continue;
     const int k = core_.collect_of_value[v];
     DeviceValue& d = job.device[v];
     auto one = [&](const Tensor& host) -> Result<Tensor> {
@@ -311,15 +327,16 @@ Status DeviceStage::upload(Job& job, Pending& pending) {
 Status DeviceStage::run_locked(Job& job) {
   const std::string where = "batch " + std::to_string(job.batch) + " of epoch " + std::to_string(job.epoch);
   reclaim(false);
-  // Memory that consumers released goes back to work only after their queued reads.
-  for (const cuda::Event& e : releases_->take()) HDL_RETURN_IF_ERROR(stream_.wait(e));
+  // Memory that consumers released goes back to work only after their queued reads: the
+  // stream waits for them before this batch's first write into pooled memory (allocate).
+  for (cuda::Event& e : releases_->take()) release_waits_.push_back(std::move(e));
 
   job.device.assign(static_cast<size_t>(core_.graph.num_values()), {});
   // Values only this stream reads are rewritten batch after batch in place: every read of
   // the last batch's is queued before this batch's first write.
   for (Arena& a : arenas_) a.used = 0;
   Pending pending;
-  if (Status st = upload(job, pending); !st.is_ok()) {
+  if (Status st = upload(job, pending, false); !st.is_ok()) {
     (void)stream_.synchronize();  // copies already queued still read `pending`'s blocks
     return Status(st.code(), "gpu stage: " + where + ": upload: " + st.message());
   }
@@ -356,6 +373,10 @@ Status DeviceStage::run_locked(Job& job) {
       return Status(st.code(), node.spec.describe() + " (" + stage_name(node.spec.stage) + "): " + where + ": " +
                                    st.message());
     }
+  }
+  if (Status st = upload(job, pending, true); !st.is_ok()) {
+    (void)stream_.synchronize();  // copies already queued still read `pending`'s blocks
+    return Status(st.code(), "gpu stage: " + where + ": upload: " + st.message());
   }
   Result<cuda::Event> ready = cuda::Event::create(device_);
   if (ready.is_ok()) {

@@ -70,7 +70,15 @@ class DeviceStage {
     std::vector<Tensor> pinned;  // upload sources and what operators hold (BatchIO::hold_until_ready), freed once `sync` is ready
   };
   Status run_locked(Job& job);
-  Status upload(Job& job, Pending& pending);
+  /// Uploads the cpu values of `job` that the device stage reads or hands out; `late`: those
+  /// only handed out (pipeline outputs no device node reads), uploaded after the nodes ran.
+  Status upload(Job& job, Pending& pending, bool late);
+  /// Queues the stream's waits for the consumers' releases taken so far: called before the
+  /// first write into pooled (consumer-visible) memory of a batch, and not earlier, so that
+  /// work on memory only this stream sees never waits for a consumer (a mixed node's device
+  /// half that drains the stream would otherwise wait for the training step that read the
+  /// last batch).
+  void wait_for_releases();
   void reclaim(bool wait);
   size_t arena_bytes() const;
   struct Arena {
@@ -88,9 +96,11 @@ class DeviceStage {
   kernels::cuda::DeviceWorkspace workspace_;
   BufferPool pool_;           // device memory of uploads, intermediates and outputs
   std::shared_ptr<cuda::DeviceSync::Releases> releases_;
+  std::vector<cuda::Event> release_waits_;  // taken from releases_, not yet queued on the stream
   std::deque<Pending> pending_;
   std::vector<Arena> arenas_;     // per value id: values no consumer sees
   std::vector<bool> is_output_;   // per value id
+  std::vector<bool> upload_late_;  // per value id: a cpu output no device node reads
 };
 
 }  // namespace hdl::detail

@@ -13,7 +13,9 @@
 
 #include "decoders/nvjpeg/nvjpeg_hardware.h"
 #include "decoders/video_decoder.h"
+#include "media/cuda/allocator.h"
 #include "media/cuda/runtime.h"
+#include "media/cuda/stream.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/tools/bench_args.h"
 #include "pipeline/tools/bench_pipelines.h"
@@ -80,7 +82,21 @@ int64_t frames_of(const PipelineOutput& out) {
       case Layout::kFHWC: case Layout::kFCHW: frames += s[0]; break;
       case Layout::kCFHW: frames += s[1]; break;
       default:
-        if (b.dtype() == DType::kI64 && s.ndim() == 0 && !b.device_sync()) frames += *b.sample(i).typed<int64_t>();
+        if (b.dtype() != DType::kI64 || s.ndim() != 0) break;
+        if (!b.device_sync()) {
+          frames += *b.sample(i).typed<int64_t>();
+          continue;
+        }
+        // The counts of a device batch (a pipeline with a mixed stage hands out device batches
+        // only): copied to the host once per batch.
+        static Result<cuda::Stream> stream = cuda::Stream::create(b.as_tensor().device());
+        if (!stream.is_ok() || !b.device_sync()->wait_ready(*stream).is_ok()) return frames;
+        const Tensor counts = b.as_tensor();
+        Tensor host = Tensor::empty(counts.shape(), counts.dtype(), counts.layout(), cuda::pinned_host_allocator());
+        Result<cuda::Event> done = cuda::copy_async(counts.view(), host.view(), *stream);
+        if (!done.is_ok() || !done->synchronize().is_ok()) return frames;
+        for (int64_t k = 0; k < counts.num_elements(); ++k) frames += host.typed<int64_t>()[k];
+        return frames;
     }
   }
   return frames;

@@ -44,6 +44,9 @@ def main() -> None:
     ap.add_argument("--copies", type=int, default=64)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--decode-batch", type=int, default=16,
+                    help="videos per batch in video-decode (one whole video a sample: a batch of 1 keeps only the "
+                         "prefetched batches' videos in flight, far fewer than the threads)")
     ap.add_argument("--modes", default="decode cpu,decode nvdec,train cpu,train nvdec",
                     help="comma-separated subset of the four runs (a host without a GPU: 'decode cpu,train cpu')")
     ap.add_argument("--json")
@@ -63,8 +66,8 @@ def main() -> None:
             os.symlink(os.path.abspath(src), os.path.join(d, f"{i:04d}{os.path.splitext(src)[1]}"))
         common = ["--threads", str(a.threads), "--json", "--no-progress", "--warmup", "0"]
         modes = {
-            "decode cpu": ["video-decode", tree, "--batch-size", "1", "--epochs", "1"],
-            "decode nvdec": ["video-decode", tree, "--batch-size", "1", "--epochs", "1", "--device", "cuda",
+            "decode cpu": ["video-decode", tree, "--batch-size", str(a.decode_batch), "--epochs", "1"],
+            "decode nvdec": ["video-decode", tree, "--batch-size", str(a.decode_batch), "--epochs", "1", "--device", "cuda",
                              "--decoder", "hardware"],
             "train cpu": ["video-train", tree, "--batch-size", "8", "--epochs", "2"],
             "train nvdec": ["video-train", tree, "--batch-size", "8", "--epochs", "2", "--device", "cuda",
@@ -81,12 +84,13 @@ def main() -> None:
                 print(f"round {r}: {name:13s} {row[name]['frames_per_s']:9.1f} frames/s", file=sys.stderr, flush=True)
             results["rounds"].append(row)
     def ratio(a_, b_):
-        return statistics.median(row[a_]["frames_per_s"] / row[b_]["frames_per_s"] for row in results["rounds"])
+        return statistics.median(row[a_]["frames_per_s"] / max(row[b_]["frames_per_s"], 1e-9) for row in results["rounds"])
     results["ratios"] = {f"{k} nvdec / cpu": ratio(f"{k} nvdec", f"{k} cpu") for k in ("decode", "train")
                          if f"{k} nvdec" in modes and f"{k} cpu" in modes}
     for name in modes:
         fps = statistics.median(row[name]["frames_per_s"] for row in results["rounds"])
-        cpu_ms = statistics.median(1e3 * row[name]["cpu_seconds"] / row[name]["measured_frames"] for row in results["rounds"])
+        cpu_ms = statistics.median(1e3 * row[name]["cpu_seconds"] / max(row[name]["measured_frames"], 1)
+                                   for row in results["rounds"])
         print(f"{name:13s} frames/s (median) {fps:9.1f}  CPU ms/frame {cpu_ms:6.2f}  counters "
               f"{results['rounds'][-1][name]['counters']}")
     for k, v in results["ratios"].items():
