@@ -14,6 +14,8 @@ synthetic upper bound:
   hdl        HabanaDataLoader with CPU batches (pinned), copied with non_blocking
   hdl-cuda   HabanaDataLoader(device="cuda"): CUDA batches (JPEGs on the GPU's hardware engines
              with CPU threads sharing the load, crops and normalise on the device)
+  hdl-cuda-cpu  the same with decoder="cpu": JPEGs decoded (window and resize fused) on CPU
+             threads, the normalise on the device
 The transforms are torchvision's training ones: RandomResizedCrop, RandomHorizontalFlip,
 ToTensor, Normalize.
 
@@ -37,7 +39,7 @@ import torchvision.transforms as T
 from habana_dataloader import HabanaDataLoader
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-INPUTS = ("synthetic", "torch", "hdl", "hdl-cuda")
+INPUTS = ("synthetic", "torch", "hdl", "hdl-cuda", "hdl-cuda-cpu")
 
 
 def make_loader(kind: str, dataset, args, device: torch.device):
@@ -46,12 +48,12 @@ def make_loader(kind: str, dataset, args, device: torch.device):
     if kind == "torch":
         return torch.utils.data.DataLoader(dataset, persistent_workers=args.workers > 0,
                                            generator=torch.Generator().manual_seed(args.seed), **loader_args)
-    if kind == "hdl-cuda":
-        loader_args.update(device="cuda", pin_memory=False)
+    if kind.startswith("hdl-cuda"):
+        loader_args.update(device="cuda", pin_memory=False, decoder="cpu" if kind == "hdl-cuda-cpu" else "auto")
     loader = HabanaDataLoader(dataset, seed=args.seed, **loader_args)
     note = "" if loader.native else f" ({loader.fallback_reason})"
     print(f"  HabanaDataLoader native={loader.native}{note}"
-          + (f" gpu_ops={loader.gpu_ops}" if kind == "hdl-cuda" else ""), flush=True)
+          + (f" gpu_ops={loader.gpu_ops}" if kind.startswith("hdl-cuda") else ""), flush=True)
     return loader
 
 

@@ -85,7 +85,7 @@ if want train; then
   d=$(mktemp -d); tree 12800 "$d"
   for arch in resnet50 resnet18; do
     run train_$arch 100 python3 samples/train_resnet.py "$d" --arch $arch --amp --channels-last --batch-size 256 \
-      --workers 0 --warmup 55 --steps 40 --print-every 1000 --inputs synthetic,torch,hdl,hdl-cuda
+      --workers 0 --warmup 55 --steps 40 --print-every 1000 --inputs synthetic,torch,hdl,hdl-cuda,hdl-cuda-cpu
     sed -n '/^resnet.*measured steps/,$p' "$logs/train_$arch.log" | tee -a "$summary"
   done
   rm -rf "$d"
