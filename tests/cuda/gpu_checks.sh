@@ -84,7 +84,7 @@ if want train; then
   # loader's JPEG indexes and starts torch's workers: a cost of the first epoch only).
   d=$(mktemp -d); tree 12800 "$d"
   for arch in resnet50 resnet18; do
-    run train_$arch 100 python3 samples/train_resnet.py "$d" --arch $arch --amp --channels-last --batch-size 256 \
+    run train_$arch 110 python3 samples/train_resnet.py "$d" --arch $arch --amp --channels-last --batch-size 256 \
       --workers 0 --warmup 55 --steps 40 --print-every 1000 --inputs synthetic,torch,hdl,hdl-cuda,hdl-cuda-cpu
     sed -n '/^resnet.*measured steps/,$p' "$logs/train_$arch.log" | tee -a "$summary"
   done
