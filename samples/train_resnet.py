@@ -12,10 +12,10 @@ synthetic upper bound:
   synthetic  one random batch made once on the device (no input pipeline): the upper bound
   torch      torch's DataLoader (PIL, --workers processes, pin_memory), copied with non_blocking
   hdl        HabanaDataLoader with CPU batches (pinned), copied with non_blocking
-  hdl-cuda   HabanaDataLoader(device="cuda"): CUDA batches (JPEGs on the GPU's hardware engines
-             with CPU threads sharing the load, crops and normalise on the device)
-  hdl-cuda-cpu  the same with decoder="cpu": JPEGs decoded (window and resize fused) on CPU
-             threads, the normalise on the device
+  hdl-cuda   HabanaDataLoader(device="cuda"): CUDA batches, JPEGs decoded (window and resize
+             fused) on CPU threads, flip and normalise on the device (the default decoder)
+  hdl-cuda-hw  the same with decoder="hardware": JPEGs on the GPU's hardware engines with CPU
+             threads sharing the load, the crops and resizes on the device
 The transforms are torchvision's training ones: RandomResizedCrop, RandomHorizontalFlip,
 ToTensor, Normalize.
 
@@ -39,7 +39,7 @@ import torchvision.transforms as T
 from habana_dataloader import HabanaDataLoader
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-INPUTS = ("synthetic", "torch", "hdl", "hdl-cuda", "hdl-cuda-cpu")
+INPUTS = ("synthetic", "torch", "hdl", "hdl-cuda", "hdl-cuda-hw")
 
 
 def make_loader(kind: str, dataset, args, device: torch.device):
@@ -49,7 +49,7 @@ def make_loader(kind: str, dataset, args, device: torch.device):
         return torch.utils.data.DataLoader(dataset, persistent_workers=args.workers > 0,
                                            generator=torch.Generator().manual_seed(args.seed), **loader_args)
     if kind.startswith("hdl-cuda"):
-        loader_args.update(device="cuda", pin_memory=False, decoder="cpu" if kind == "hdl-cuda-cpu" else "auto")
+        loader_args.update(device="cuda", pin_memory=False, decoder="hardware" if kind == "hdl-cuda-hw" else "auto")
     loader = HabanaDataLoader(dataset, seed=args.seed, **loader_args)
     note = "" if loader.native else f" ({loader.fallback_reason})"
     print(f"  HabanaDataLoader native={loader.native}{note}"

@@ -31,9 +31,10 @@ options:
   --device D         cpu, or cuda[:N]: the named pipelines normalise on the gpu stage (and, with
                      --no-dct-scaling, resize there too), a JSON spec's gpu nodes run on cuda:N;
                      each batch is waited for on the host (the consumer here has no model)
-  --decoder D        with --device cuda: auto (the GPU's hardware JPEG engines where it has
-                     them, CPU threads sharing the load: the mixed stage; crops and resizes then
-                     run on the gpu stage), hardware (required), or cpu (auto)
+  --decoder D        with --device cuda: auto or cpu (CPU threads: measured the faster path on
+                     an H200, docs/CUDA.md), or hardware (the GPU's JPEG engines or NVDEC, CPU
+                     threads sharing the load: the mixed stage; crops and resizes then run on
+                     the gpu stage; required)
   --dtype T          image output dtype: float32, float16, bfloat16, uint8 (float32)
   --layout L         image output layout: CHW or HWC (CHW)
   --seed N           shuffling and augmentation seed (0)

@@ -10,7 +10,8 @@
 #                              pytest (the Python gpu tests)
 #   benchmarks, one at a time: bench (tests/python/bench_gpu.py: the JPEG targets), train
 #                              (samples/train_resnet.py, ResNet-50 and -18, four inputs), hdlbench
-#                              (hdl-bench resnet-train cpu / cuda+cpu decode / cuda default),
+#                              (hdl-bench resnet-train cpu / cuda (CPU decode) / cuda with the
+#                              hardware JPEG engines),
 #                              nvdec (samples/benchmark/nvdec_bench.py), epochs (10 epochs of
 #                              device="cuda": pools flat, first batch)
 # Each step has a time limit (HDL_GPU_LIMIT_<STEP> seconds overrides it), and no step runs past
@@ -85,7 +86,7 @@ if want train; then
   d=$(mktemp -d); tree 12800 "$d"
   for arch in resnet50 resnet18; do
     run train_$arch 110 python3 samples/train_resnet.py "$d" --arch $arch --amp --channels-last --batch-size 256 \
-      --workers 0 --warmup 55 --steps 40 --print-every 1000 --inputs synthetic,torch,hdl,hdl-cuda,hdl-cuda-cpu
+      --workers 0 --warmup 55 --steps 40 --print-every 1000 --inputs synthetic,torch,hdl,hdl-cuda,hdl-cuda-hw
     sed -n '/^resnet.*measured steps/,$p' "$logs/train_$arch.log" | tee -a "$summary"
   done
   rm -rf "$d"
@@ -97,7 +98,7 @@ if want nvdec && [ -f "$corpus/video/original/dog_phone_h264_1920x1080.mp4" ]; t
 fi
 if want hdlbench; then
   d=$(mktemp -d); tree 7680 "$d"
-  for args in "--device cpu" "--device cuda --decoder cpu" "--device cuda"; do
+  for args in "--device cpu" "--device cuda" "--device cuda --decoder hardware"; do
     run hdlbench 30 "$build/bin/hdl-bench" resnet-train "$d" --epochs 3 --no-progress $args
     cat "$logs/hdlbench.log" >> "$logs/hdlbench_all.log"
     say "  hdl-bench resnet-train $args: $(grep -E '^throughput|^CPU util|^time to first|hardware_images' "$logs/hdlbench.log" | tr '\n' ' ')"

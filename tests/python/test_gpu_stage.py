@@ -333,7 +333,9 @@ def test_loader_device_cuda_decodes_on_the_hardware_engines(train_root):
         pytest.skip(f"no hardware JPEG engines: {_C.hardware_jpeg_status(0)['reason']}")
     t = T.Compose([T.RandomResizedCrop(160), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
     ds = torchvision.datasets.ImageFolder(str(train_root), t)
-    gpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2, device="cuda")  # auto
+    auto = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2, device="cuda")
+    assert auto.native and not auto._hw_decode  # auto: CPU threads, the faster path measured (docs/CUDA.md)
+    gpu = HabanaDataLoader(ds, batch_size=8, shuffle=True, seed=3, num_workers=2, device="cuda", decoder="hardware")
     assert gpu.native and gpu._hw_decode, (gpu.fallback_reason, gpu.native_notes)
     assert "random_resized_crop" in gpu.gpu_ops, gpu.gpu_ops
     n = 0

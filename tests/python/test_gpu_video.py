@@ -113,8 +113,8 @@ def test_mixed_reader_equals_the_cpu_reader(video_root):
 @needs_nvdec
 def test_loader_device_cuda_decodes_clips_on_nvdec(video_root):
     ds = VideoFolder(video_root, frames_per_clip=8, step=2, transform=ClipTrainTransform(crop_size=112))
-    loader = HabanaDataLoader(ds, batch_size=4, device="cuda", threads=3, seed=1)
-    cpu = HabanaDataLoader(ds, batch_size=4, device="cuda", decoder="cpu", threads=3, seed=1)
+    loader = HabanaDataLoader(ds, batch_size=4, device="cuda", decoder="hardware", threads=3, seed=1)
+    cpu = HabanaDataLoader(ds, batch_size=4, device="cuda", threads=3, seed=1)  # auto: CPU threads
     assert loader.gpu_ops == ["crop_mirror_normalize"], loader.native_notes
     x, y = next(iter(loader))
     xc, yc = next(iter(cpu))
