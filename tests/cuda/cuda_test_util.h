@@ -15,6 +15,7 @@
 #include "media/cuda/runtime.h"
 #include "media/cuda/stream.h"
 #include "media/tensor.h"
+#include "pipeline/pipeline.h"
 #include "tests/test_util.h"
 
 /// Skips the current test, visibly, when no CUDA device is usable.
@@ -79,6 +80,16 @@ inline Tensor to_host(const Tensor& dev, cuda::Stream& stream) {
   EXPECT_TRUE(done.is_ok()) << done.status().to_string();
   if (done.is_ok()) EXPECT_TRUE(done->synchronize().is_ok());
   return copy_to(pinned.view(), host_allocator());
+}
+
+/// An operator's counter (PipelineStats::operators[].counters) by name, from the node named
+/// `node` (any node when empty); -1 when there is none.
+inline int64_t operator_counter(const PipelineStats& s, const std::string& name, const std::string& node = "") {
+  for (const OperatorStats& op : s.operators)
+    if (node.empty() || op.name == node)
+      for (const auto& [k, v] : op.counters)
+        if (k == name) return v;
+  return -1;
 }
 
 /// Element-wise comparison of two contiguous host tensors of one shape and dtype.

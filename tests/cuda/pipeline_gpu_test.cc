@@ -163,14 +163,6 @@ PipelineSpec mixed_spec(double hw_share, bool cpu_only = false) {
   return spec;
 }
 
-int64_t counter(const PipelineStats& s, const std::string& node, const std::string& name) {
-  for (const OperatorStats& op : s.operators)
-    if (op.name == node)
-      for (const auto& [k, v] : op.counters)
-        if (k == name) return v;
-  return -1;
-}
-
 TEST(PipelineGpuTest, MixedStageDecodesOnTheEnginesAndCpuThreads) {
   HDL_REQUIRE_CUDA_DEVICE();
   HDL_REQUIRE_CORPUS();
@@ -211,8 +203,8 @@ TEST(PipelineGpuTest, MixedStageDecodesOnTheEnginesAndCpuThreads) {
     EXPECT_EQ(i, want.size());
     EXPECT_LE(worst_mean, testing::kNvjpegMeanBound);
     const PipelineStats s = mixed.stats();
-    const int64_t hw = counter(s, "decode", "hardware_images"), cpu = counter(s, "decode", "cpu_images"),
-                  fallback = counter(s, "decode", "device_stage_cpu_images");
+    const int64_t hw = testing::operator_counter(s, "hardware_images", "decode"), cpu = testing::operator_counter(s, "cpu_images", "decode"),
+                  fallback = testing::operator_counter(s, "device_stage_cpu_images", "decode");
     // Every image counted once (prefetch may have started a third epoch).
     EXPECT_GE(hw + cpu + fallback, images);
     if (hw_share == 0) EXPECT_EQ(hw, 0);
@@ -220,7 +212,7 @@ TEST(PipelineGpuTest, MixedStageDecodesOnTheEnginesAndCpuThreads) {
     std::printf("[ mixed ] hw_share %4.1f: %lld images, hardware %lld, cpu threads %lld, device-stage fallback %lld, "
                 "cpu share %lld permille, worst batch mean |diff| %.3f levels\n",
                 hw_share, (long long)images, (long long)hw, (long long)cpu, (long long)fallback,
-                (long long)counter(s, "decode", "cpu_share_permille"), worst_mean);
+                (long long)testing::operator_counter(s, "cpu_share_permille", "decode"), worst_mean);
   }
 }
 

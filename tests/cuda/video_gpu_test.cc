@@ -172,13 +172,6 @@ Tensor host_copy(const Batch& b, cuda::Stream& stream) {
   return to_host(b.as_tensor(), stream);
 }
 
-int64_t counter(const PipelineStats& s, const std::string& name) {
-  for (const auto& op : s.operators)
-    for (const auto& [k, v] : op.counters)
-      if (k == name) return v;
-  return -1;
-}
-
 TEST(VideoGpuTest, MixedReaderEqualsTheCpuReader) {
   HDL_REQUIRE_NVDEC();
   HDL_REQUIRE_VIDEO_CORPUS();
@@ -227,14 +220,14 @@ TEST(VideoGpuTest, MixedReaderEqualsTheCpuReader) {
   }
   EXPECT_GT(exact_samples, 0);
   const PipelineStats s = gpu.stats();
-  const int64_t device_clips = counter(s, "video_device_clips"), cpu_clips = counter(s, "video_cpu_clips");
+  const int64_t device_clips = testing::operator_counter(s, "video_device_clips"), cpu_clips = testing::operator_counter(s, "video_cpu_clips");
   std::printf("[ nvdec ] mixed reader: %lld samples compared, %lld clips on NVDEC, %lld on CPU threads, %lld videos refused, "
               "%lld device failures\n", static_cast<long long>(samples), static_cast<long long>(device_clips),
-              static_cast<long long>(cpu_clips), static_cast<long long>(counter(s, "video_device_refused_videos")),
-              static_cast<long long>(counter(s, "video_device_failures")));
+              static_cast<long long>(cpu_clips), static_cast<long long>(testing::operator_counter(s, "video_device_refused_videos")),
+              static_cast<long long>(testing::operator_counter(s, "video_device_failures")));
   EXPECT_GT(device_clips, 0);
-  EXPECT_EQ(device_clips + cpu_clips, counter(s, "video_clips"));  // each clip decoded once
-  EXPECT_EQ(counter(s, "video_device_failures"), 0);
+  EXPECT_EQ(device_clips + cpu_clips, testing::operator_counter(s, "video_clips"));  // each clip decoded once
+  EXPECT_EQ(testing::operator_counter(s, "video_device_failures"), 0);
 }
 
 // crop_mirror_normalize on the gpu stage takes clips (one launch per clip, CFHW written through
