@@ -55,8 +55,6 @@ class DecodeShare {
   /// Whether the sample with this key goes to a CPU thread.
   bool to_cpu(uint64_t key) const;
   double cpu_share() const { return share_.load(std::memory_order_relaxed); }
-  /// A fixed share (the same routes every run), not an adaptive one.
-  bool fixed() const { return options_.fixed_cpu_share >= 0; }
 
   /// The threads that decode the CPU's part (the pipeline's, known once it runs); >= 1.
   void set_cpu_threads(int threads);

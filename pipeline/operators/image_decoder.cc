@@ -3,8 +3,6 @@
 // (JPEG region-of-interest decode, DCT-domain downscaling) and resized straight into the slot.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -171,8 +169,6 @@ class ImageDecoderOp final : public Operator {
 // engines refuse after all (nvJPEG's own header check), or a failed call, is decoded on the CPU
 // here, in this thread (rare: counted). A file both decoders refuse fails its batch, naming it.
 // The call's time (the stream drained after it) and the host half's CPU times set the share.
-// The engines start on a thread of their own at the first sample; until they are up, an
-// adaptive share sends every image to the CPU threads (a fixed one waits for them).
 class MixedImageDecoderOp final : public Operator {
  public:
   explicit MixedImageDecoderOp(const NodeSpec& n)
@@ -183,10 +179,6 @@ class MixedImageDecoderOp final : public Operator {
     hardware_usable_.store(nvjpeg_status().is_ok(), std::memory_order_relaxed);
   }
 
-  ~MixedImageDecoderOp() override {
-    if (starter_.joinable()) starter_.join();
-  }
-
   std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec> in) const override { return cpu_.infer_outputs(in); }
   std::unique_ptr<OpState> make_state() const override { return cpu_.make_state(); }
 
@@ -194,15 +186,7 @@ class MixedImageDecoderOp final : public Operator {
     const ConstTensorView& in = io.input(0);
     const std::span<const uint8_t> bytes(in.typed<uint8_t>(), static_cast<size_t>(in.num_elements()));
     const uint64_t key = io.rng().next_u64();
-    if (hardware_usable_.load(std::memory_order_relaxed) && !started_.load(std::memory_order_acquire)) {
-      start_engines(io.device());
-      if (share_.fixed()) {  // the same routes every run: wait for the engines
-        std::unique_lock lock(engines_mu_);
-        engines_ready_.wait(lock, [&] { return engines_ != nullptr; });
-      }
-    }
-    const bool eligible = hardware_usable_.load(std::memory_order_relaxed) && started_.load(std::memory_order_acquire) &&
-                          hardware_may_take(bytes, request_).is_ok();
+    const bool eligible = hardware_usable_.load(std::memory_order_relaxed) && hardware_may_take(bytes, request_).is_ok();
     if (eligible && !share_.to_cpu(key)) {
       HDL_ASSIGN_OR_RETURN(TensorView none, io.output(0, Shape{0, 0, color_channels(request_.color)}, DType::kU8, Layout::kHWC));
       (void)none;
@@ -219,20 +203,7 @@ class MixedImageDecoderOp final : public Operator {
   Status run_batch(BatchIO& io) const override {
     cuda::Stream& stream = io.stream();
     share_.set_cpu_threads(io.cpu_threads());
-    if (!hw_) {
-      // Until the engines are up (the host half started them), the host half sent every image
-      // to the CPU threads: nothing here is theirs yet.
-      if (!started_.load(std::memory_order_acquire)) {
-        for (int64_t s = 0; s < io.size(); ++s) {
-          const ConstTensorView& staged = io.staged(0, s);
-          HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, s, staged.shape, DType::kU8, Layout::kHWC));
-          HDL_RETURN_IF_ERROR(copy_to_device(staged, out, stream));
-        }
-        return Status::ok();
-      }
-      std::lock_guard lock(engines_mu_);
-      hw_ = engines_;
-    }
+    if (!hw_) hw_ = std::make_unique<NvjpegHardwareDecoder>(stream.device().index);
     if (!hw_->status().is_ok()) hardware_usable_.store(false, std::memory_order_relaxed);
     std::vector<HardwareDecodeItem> items;
     std::vector<int64_t> item_sample;
@@ -343,32 +314,8 @@ class MixedImageDecoderOp final : public Operator {
   DecodeRequest request_;
   mutable detail::DecodeShare share_;
   mutable std::atomic<bool> hardware_usable_{true};  // false once the device half found no engines
-  // Starts the engines' decoder on a thread of its own (the first sample calls it): nvJPEG's
-  // hardware start-up takes most of a second, which with an adaptive share the CPU threads
-  // fill by decoding every image until it is done (the first batch then comes in CPU time).
-  void start_engines(Device device) const {
-    std::call_once(start_once_, [&] {
-      const int index = device.is_cpu() ? 0 : device.index;
-      starter_ = std::thread([this, index] {
-        auto hw = std::make_shared<NvjpegHardwareDecoder>(index);
-        {
-          std::lock_guard lock(engines_mu_);
-          engines_ = std::move(hw);
-        }
-        started_.store(true, std::memory_order_release);
-        engines_ready_.notify_all();
-      });
-    });
-  }
-
   // The device half's own (run_batch calls are serialised by the device stage).
-  mutable std::shared_ptr<NvjpegHardwareDecoder> hw_;
-  mutable std::once_flag start_once_;
-  mutable std::thread starter_;               // joined by the destructor
-  mutable std::mutex engines_mu_;             // guards engines_
-  mutable std::condition_variable engines_ready_;
-  mutable std::shared_ptr<NvjpegHardwareDecoder> engines_;  // set once by starter_
-  mutable std::atomic<bool> started_{false};  // engines_ is set
+  mutable std::unique_ptr<NvjpegHardwareDecoder> hw_;
   mutable DecoderSet decoders_;
   mutable StoragePtr pinned_;                   // decode_here's pinned pixels
   mutable std::optional<cuda::Event> copied_;  // copy_to_device's event
