@@ -3,7 +3,8 @@
 # machine: see ../shared/device/README.md; build-device built and its env.sh sourced).
 #   bash tests/cuda/gpu_checks.sh BUILD_DIR CORPUS_DIR LOG_DIR [STEPS]
 # The call that ran it on an H200 (docs/CUDA.md), after make_sysroot.sh, tests/cuda/slim_sysroot.sh,
-# make_corpus_subset.sh ... 48 and tests/cuda/video_subset.sh into .device (carried):
+# make_corpus_subset.sh ... 48 and tests/cuda/video_subset.sh into .device (carried), with a copy
+# of ../shared/device/build_on_device.sh whose ninja line builds ${HDL_TARGETS:-} (34 s, not all):
 #   HDL_TARGETS="hdl _C hdl-bench cuda_gpu_test" bash .device/build_on_device.sh .device && . .device/env.sh &&
 #     HDL_GPU_DEADLINE=380 bash tests/cuda/gpu_checks.sh build-device $PWD/.device/corpus /tmp/logs
 # CORPUS_DIR is a corpus (or a slice of one: make_corpus_subset.sh, tests/cuda/video_subset.sh);
