@@ -68,9 +68,6 @@ struct Converter {
       for (int64_t c = 0; use_lut && c < channels; ++c) {
         for (int v = 0; v < 256; ++v) lut[c * 256 + v] = Out::from(norm(c, static_cast<float>(v)));
       }
-      // The AVX2 rows gather 16-bit entries 32 bits at a time: the last table's value 255 also
-      // reads the entry after it (discarded), which is then at least initialised.
-      if (use_lut && channels < kMaxLutChannels) lut[channels * 256] = O{};
     }
   }
   O fill(int64_t c) const { return Out::from(norm(c, fill_value)); }
@@ -145,11 +142,12 @@ void cmn_row_rgb_lut_stream(const uint8_t* __restrict__ s, float* __restrict__ d
 //  - float32: the tables' own expression lane by lane, ((float)v / scale - mean[c]) / std[c]:
 //    an exact int-to-float conversion, then two divisions and a subtraction, each correctly
 //    rounded in the vector unit as in the scalar one and in the same order (no FMA), so the
-//    tables' bits. On the 2-core AMD EPYC it beats both the scalar lookups and a gather from
-//    the tables, about 3x and 2x (docs/PERFORMANCE.md).
-//  - float16 / bfloat16: a gather from the tables (redoing float_to_half's rounding in lanes
-//    would cost more code than it saves time).
+//    tables' bits. On the 2-core AMD EPYC this beats both the scalar lookups and a gather from
+//    the tables.
 //  - uint8 (no normalisation): the regrouped bytes themselves.
+// float16 / bfloat16 outputs stay on the baseline rows: there, both a gather from their tables
+// and the float32 lanes rounded by float_to_half / float_to_bfloat16 redone in integer lanes
+// were slower than the scalar lookups (bfloat16 0.8-1.05x, float16 0.35-0.45x).
 // The pixels left at a row's end (fewer than eight) go through conv, as on the baseline path.
 
 // The byte of the eight-pixel block that lane l of group g takes, and the channel of that lane.
@@ -182,9 +180,8 @@ struct BlockShuffle {
 // Per-lane constants of the AVX2 rows, made once per call: lane l of group g converts channel
 // lane_channel(C, hwc, g, l).
 struct LaneConsts {
-  alignas(32) float mean[3][8];
-  alignas(32) float stdev[3][8];
-  alignas(32) int32_t offset[3][8];  // 256 * channel: where the lane's table starts
+  alignas(32) float mean[3][8] = {};
+  alignas(32) float stdev[3][8] = {};
   float scale = 1;
 };
 
@@ -195,7 +192,6 @@ LaneConsts lane_consts(const Normalizer& n, int C, bool hwc) {
       const int c = lane_channel(C, hwc, g, l);
       k.mean[g][l] = n.mean(c);
       k.stdev[g][l] = n.stdev(c);
-      k.offset[g][l] = 256 * c;
     }
   }
   k.scale = n.p.scale;
@@ -206,21 +202,17 @@ LaneConsts lane_consts(const Normalizer& n, int C, bool hwc) {
 // stopped. kStream: non-temporal float stores (d + x 16-byte aligned, as are the planes).
 template <int C, bool kHWC, bool kMirror, bool kStream, typename O>
 __attribute__((target("avx2"))) int64_t cmn_steps_avx2(const uint8_t* __restrict__ s, O* __restrict__ d,
-                                                     int64_t plane, const O* lut, const LaneConsts& k,
-                                                     int64_t x, int64_t b) {
+                                                     int64_t plane, const LaneConsts& k, int64_t x, int64_t b) {
   using M = BlockShuffle<C, kHWC, kMirror>;
   __m128i lo_mask[C], hi_mask[C];
   __m256 mean[C], stdev[C];
-  __m256i offset[C];
   for (int g = 0; g < C; ++g) {
     lo_mask[g] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(M::masks[g][0].data()));
     hi_mask[g] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(M::masks[g][1].data()));
     mean[g] = _mm256_load_ps(k.mean[g]);
     stdev[g] = _mm256_load_ps(k.stdev[g]);
-    offset[g] = _mm256_load_si256(reinterpret_cast<const __m256i*>(k.offset[g]));
   }
   const __m256 scale = _mm256_set1_ps(k.scale);
-  const __m256i low16 = _mm256_set1_epi32(0xffff);
   for (; x + 8 <= b; x += 8) {
     const uint8_t* p = kMirror ? s - C * (x + 7) : s + C * x;
     __m128i lo, hi = _mm_setzero_si128();
@@ -236,7 +228,7 @@ __attribute__((target("avx2"))) int64_t cmn_steps_avx2(const uint8_t* __restrict
       O* out = kHWC ? d + 3 * x + 8 * g : d + g * plane + x;
       if constexpr (std::is_same_v<O, uint8_t>) {
         _mm_storel_epi64(reinterpret_cast<__m128i*>(out), v);
-      } else if constexpr (std::is_same_v<O, float>) {
+      } else {
         const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
         const __m256 r = _mm256_div_ps(_mm256_sub_ps(_mm256_div_ps(f, scale), mean[g]), stdev[g]);
         if constexpr (kStream) {
@@ -245,11 +237,6 @@ __attribute__((target("avx2"))) int64_t cmn_steps_avx2(const uint8_t* __restrict
         } else {
           _mm256_storeu_ps(out, r);
         }
-      } else {
-        const __m256i idx = _mm256_add_epi32(_mm256_cvtepu8_epi32(v), offset[g]);
-        const __m256i e = _mm256_and_si256(_mm256_i32gather_epi32(reinterpret_cast<const int*>(lut), idx, 2), low16);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
-                         _mm_packus_epi32(_mm256_castsi256_si128(e), _mm256_extracti128_si256(e, 1)));
       }
     }
   }
@@ -258,7 +245,7 @@ __attribute__((target("avx2"))) int64_t cmn_steps_avx2(const uint8_t* __restrict
 
 // Row part [a, b) of cmn_loop's dense uint8 rows: element (x, c) goes to d[x * DX + c * plane]
 // (DX = C for HWC, 1 for CHW); `s` points at the source pixel of output column 0 (mirrored:
-// walking left). O is float / uint16_t (Converter with tables) or uint8_t (CopyU8).
+// walking left). O is float (Converter with tables) or uint8_t (CopyU8).
 template <int C, bool kHWC, bool kMirror, typename O, typename Conv>
 void cmn_row_avx2(const uint8_t* __restrict__ s, O* __restrict__ d, int64_t plane, const Conv& conv,
                   const LaneConsts& k, int64_t a, int64_t b) {
@@ -267,8 +254,6 @@ void cmn_row_avx2(const uint8_t* __restrict__ s, O* __restrict__ d, int64_t plan
     const uint8_t* p = kMirror ? s - C * x : s + C * x;
     for (int c = 0; c < C; ++c) d[x * DX + c * plane] = conv(c, p[c]);
   };
-  const O* lut = nullptr;
-  if constexpr (!std::is_same_v<O, uint8_t>) lut = conv.lut.data();
   int64_t x = a;
   if constexpr (std::is_same_v<O, float> && C == 3 && !kHWC) {
     // Non-temporal stores where cmn_row_rgb_lut_stream makes them (same condition; the caller
@@ -276,11 +261,11 @@ void cmn_row_avx2(const uint8_t* __restrict__ s, O* __restrict__ d, int64_t plan
     const auto addr = [](const float* p) { return reinterpret_cast<uintptr_t>(p); };
     if ((addr(d + plane) - addr(d)) % 16 == 0 && (addr(d + 2 * plane) - addr(d)) % 16 == 0) {
       for (; x < b && addr(d + x) % 16 != 0; ++x) scalar(x);
-      for (x = cmn_steps_avx2<C, kHWC, kMirror, true>(s, d, plane, lut, k, x, b); x < b; ++x) scalar(x);
+      for (x = cmn_steps_avx2<C, kHWC, kMirror, true, O>(s, d, plane, k, x, b); x < b; ++x) scalar(x);
       return;
     }
   }
-  for (x = cmn_steps_avx2<C, kHWC, kMirror, false>(s, d, plane, lut, k, x, b); x < b; ++x) scalar(x);
+  for (x = cmn_steps_avx2<C, kHWC, kMirror, false, O>(s, d, plane, k, x, b); x < b; ++x) scalar(x);
 }
 
 template <typename O, typename Conv>
@@ -296,7 +281,8 @@ RowAvx2<O, Conv> pick_row_avx2(int64_t C, bool hwc, bool mirror) {
 
 // dst(y, x, c) = conv(c, src(top + y, left + x', c)) with x' mirrored if asked, or conv's fill
 // outside the image; dst strides are given per (y, x, c) so one loop serves both layouts.
-// `avx2`: dense uint8 rows of 3 or 1 channels take the AVX2 twin (cmn_row_avx2).
+// `avx2`: dense uint8 rows of 3 or 1 channels into float32 or uint8 take the AVX2 twin
+// (cmn_row_avx2).
 template <typename S, typename O, typename Conv>
 void cmn_loop(const ConstTensorView& src, O* dst, const int64_t (&ds)[3], int64_t h, int64_t w,
               const CropMirrorNormalizeOptions& o, const Conv& conv, [[maybe_unused]] bool avx2) {
@@ -309,7 +295,7 @@ void cmn_loop(const ConstTensorView& src, O* dst, const int64_t (&ds)[3], int64_
 #ifdef HDL_KERNELS_AVX2
   RowAvx2<O, Conv> row_avx2 = nullptr;
   LaneConsts lanes;
-  if constexpr (std::is_same_v<S, uint8_t>) {
+  if constexpr (std::is_same_v<S, uint8_t> && !std::is_same_v<O, uint16_t>) {
     bool tabled = true;  // Converter: uint8 input always has tables for C <= kMaxLutChannels
     if constexpr (requires { conv.use_lut; }) tabled = conv.use_lut;
     const bool hwc = C == 3 && ds[1] == 3 && ds[2] == 1;
@@ -333,7 +319,7 @@ void cmn_loop(const ConstTensorView& src, O* dst, const int64_t (&ds)[3], int64_
         for (int64_t x = 0; x < a; ++x) d[x * ds[1]] = f;
         for (int64_t x = b; x < w; ++x) d[x * ds[1]] = f;
       }
-      if constexpr (std::is_same_v<S, uint8_t>) {
+      if constexpr (std::is_same_v<S, uint8_t> && !std::is_same_v<O, uint16_t>) {
         if (a < b) row_avx2(srow + (o.mirror ? (o.left + w - 1) * C : o.left * C), drow, ds[2], conv, lanes, a, b);
       }
       continue;
