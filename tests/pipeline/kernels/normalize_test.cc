@@ -172,6 +172,14 @@ TEST(CropMirrorNormalizeTest, Avx2RowsMatchTheBaselineOnRandomCases) {
     c.o.norm.mean = values(-1.0f, 2.0f);
     c.o.norm.std = values(0.01f, 3.0f);
     c.o.norm.scale = std::vector<float>{255.0f, 1.0f, 127.5f, real(0.1f, 1000.0f)}[uniform(0, 3)];
+    if (iter % 8 == 7) {
+      // Extremes: infinities and NaN (x / 0), overflow, results down in the subnormals, negatives.
+      const std::vector<float> odd = {0.0f, -0.0f, 1e-38f, 3e38f, 1e30f, -1e-30f, -7.0f, 1e-45f};
+      auto pick = [&] { return odd[uniform(0, static_cast<int64_t>(odd.size()) - 1)]; };
+      if (uniform(0, 1)) c.o.norm.scale = pick();
+      for (auto& m : c.o.norm.mean) if (uniform(0, 1)) m = pick();
+      for (auto& d : c.o.norm.std) if (uniform(0, 1)) d = pick();
+    }
     vector_rows += (C == 1 || C == 3) && c.o.left + c.w > 0 && c.o.left < W && c.w >= 8;
     const std::string diff = compare_paths(src, c);
     ASSERT_EQ(diff, "") << describe(src, c);
