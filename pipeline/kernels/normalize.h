@@ -4,7 +4,9 @@
 // The arithmetic is torchvision's ToTensor + Normalize in float32, in the same order:
 // ((float)x / scale - mean[c]) / std[c]; float16 / bfloat16 outputs are that float32 value
 // rounded to nearest even (Tensor.half(), Tensor.bfloat16()). For uint8 input the per-channel
-// results of all 256 values are tabulated on the stack first (exact, and faster).
+// results of all 256 values are tabulated on the stack first (exact, and faster); where the CPU
+// has AVX2, dense 3- or 1-channel rows into float32 compute the same expression in eight lanes
+// instead, bit-identically (HDL_DISABLE_AVX2=1 keeps the tables).
 //
 // Thread safety: pure, reentrant functions; concurrent calls may share `src` but not `dst`.
 #pragma once

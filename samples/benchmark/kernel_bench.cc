@@ -14,7 +14,11 @@
 //   affine    a 224x224 image sheared by 0.3 (what timm's ShearX does at magnitude 9), Pillow's
 //             bilinear and bicubic transform, and rotated by 27 degrees bicubic
 //   cmn       224x224x3 uint8 -> float32 CHW normalised into a 256-image batch buffer (mirrored
-//             every other call, walking the buffer like a pipeline fills a batch)
+//             every other call, walking the buffer like a pipeline fills a batch); the same
+//             into bfloat16 CHW, and uint8 HWC -> uint8 CHW (crop + mirror + layout only)
+//
+// Kernels with AVX2 twins take them where the CPU has AVX2; HDL_DISABLE_AVX2=1 times the
+// baseline paths.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -117,13 +121,27 @@ int main(int argc, char** argv) {
     const TensorView out(batch.data() + (i % kBatch) * slot, {3, 224, 224}, DType::kF32, Layout::kCHW);
     (void)kernels::crop_mirror_normalize(dst, out, o);
   });
+  // bfloat16 and uint8 slots in the same buffer (smaller elements: more slots fit).
+  const double cmn_bf16 = best_us(reps, [&](int i) {
+    o.mirror = i % 2;
+    const TensorView out(reinterpret_cast<uint16_t*>(batch.data()) + (i % kBatch) * slot, {3, 224, 224},
+                         DType::kBF16, Layout::kCHW);
+    (void)kernels::crop_mirror_normalize(dst, out, o);
+  });
+  const double cmn_u8 = best_us(reps, [&](int i) {
+    o.mirror = i % 2;
+    const TensorView out(reinterpret_cast<uint8_t*>(batch.data()) + (i % kBatch) * slot, {3, 224, 224},
+                         DType::kU8, Layout::kCHW);
+    (void)kernels::crop_mirror_normalize(dst, out, o);
+  });
   std::printf("{\"photo\": \"%s\", \"size\": [%lld, %lld], \"resize_300x280_to_224_us\": %.1f, "
               "\"resize_120x100_to_224_us\": %.1f, \"resize_to_short_256_us\": %.1f, "
               "\"pillow_bilinear_300x280_to_224_us\": %.1f, \"pillow_bicubic_300x280_to_224_us\": %.1f, "
               "\"pillow_bilinear_to_short_256_us\": %.1f, \"affine_shear_bilinear_224_us\": %.1f, "
               "\"affine_shear_bicubic_224_us\": %.1f, \"rotate_bicubic_224_us\": %.1f, "
-              "\"crop_mirror_normalize_224_f32_us\": %.1f}\n",
+              "\"crop_mirror_normalize_224_f32_us\": %.1f, \"crop_mirror_normalize_224_bf16_us\": %.1f, "
+              "\"crop_mirror_normalize_224_u8_chw_us\": %.1f}\n",
               argv[1], static_cast<long long>(H), static_cast<long long>(W), resize, upscale, eval_us, pil_lin,
-              pil_cub, pil_eval, aff_lin, aff_cub, rot_cub, cmn);
+              pil_cub, pil_eval, aff_lin, aff_cub, rot_cub, cmn, cmn_bf16, cmn_u8);
   return 0;
 }

@@ -16,13 +16,23 @@
 HDL_API_BEGIN
 namespace hdl::kernels::detail {
 
+// Whether this CPU can run the AVX2 twins at all, whatever the environment says (for tests that
+// compare a twin with its baseline in one process).
+inline bool cpu_supports_avx2() {
+#ifdef HDL_KERNELS_AVX2
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
 // Whether the AVX2 twins may run. HDL_DISABLE_AVX2=1 in the environment keeps the baseline
 // paths (tests run both; a user can rule the AVX2 code out when chasing a difference).
 inline bool cpu_has_avx2() {
 #ifdef HDL_KERNELS_AVX2
   static const bool has = [] {
     const char* off = std::getenv("HDL_DISABLE_AVX2");
-    return __builtin_cpu_supports("avx2") && !(off && *off && std::strcmp(off, "0") != 0);
+    return cpu_supports_avx2() && !(off && *off && std::strcmp(off, "0") != 0);
   }();
   return has;
 #else
