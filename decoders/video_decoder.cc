@@ -1273,7 +1273,7 @@ Status VideoDecoder::device_supports(const VideoInfo& info) const {
   const AVCodec* codec = descriptor ? avcodec_find_decoder(descriptor->id) : nullptr;
   if (!codec || !has_cuda_hwaccel(codec))
     return Status::unsupported("NVDEC: this FFmpeg build has no cuda hwaccel for " + info.codec);
-  // Measured on an H200 (docs/VIDEO.md, "NVDEC on a GPU"): FFmpeg 5.1's cuda hwaccel gave frames of
+  // Measured on an H200 (docs/VIDEO.md, "NVDEC"; 2026-11-27): FFmpeg 5.1's cuda hwaccel gave frames of
   // the corpus's 4:2:2 MJPEG that differ from libavcodec's by up to 255 levels (45% of the values),
   // and its output crashed compute-sanitizer's racecheck. MJPEG stays on CPU threads (cheap there).
   if (codec->id == AV_CODEC_ID_MJPEG)

@@ -71,10 +71,23 @@ size_t batch_bytes(const PipelineOutput& out) {
 }
 
 // Video frames in a batch: the frames dim of the first output (a clip), or, for a decode-only
-// pipeline, the sum of its frame counts (int64 scalars). 0 for images.
+// pipeline, the sum of its frame counts (int64 scalars; a device batch's copied to the host:
+// a pipeline with a mixed stage hands out device batches only). 0 for images.
 int64_t frames_of(const PipelineOutput& out) {
   if (out.outputs.empty()) return 0;
   const Batch& b = out.outputs[0];
+  const bool counts = b.dtype() == DType::kI64 && b.size() > 0 && b.sample_shape(0).ndim() == 0;
+  if (counts && b.device_sync()) {
+    static Result<cuda::Stream> stream = cuda::Stream::create(b.as_tensor().device());
+    if (!stream.is_ok() || !b.device_sync()->wait_ready(*stream).is_ok()) return 0;
+    const Tensor dev = b.as_tensor();
+    Tensor host = Tensor::empty(dev.shape(), dev.dtype(), dev.layout(), cuda::pinned_host_allocator());
+    Result<cuda::Event> done = cuda::copy_async(dev.view(), host.view(), *stream);
+    if (!done.is_ok() || !done->synchronize().is_ok()) return 0;
+    int64_t frames = 0;
+    for (int64_t k = 0; k < host.num_elements(); ++k) frames += host.typed<int64_t>()[k];
+    return frames;
+  }
   int64_t frames = 0;
   for (int64_t i = 0; i < b.size(); ++i) {
     const Shape s = b.sample_shape(i);
@@ -82,21 +95,7 @@ int64_t frames_of(const PipelineOutput& out) {
       case Layout::kFHWC: case Layout::kFCHW: frames += s[0]; break;
       case Layout::kCFHW: frames += s[1]; break;
       default:
-        if (b.dtype() != DType::kI64 || s.ndim() != 0) break;
-        if (!b.device_sync()) {
-          frames += *b.sample(i).typed<int64_t>();
-          continue;
-        }
-        // The counts of a device batch (a pipeline with a mixed stage hands out device batches
-        // only): copied to the host once per batch.
-        static Result<cuda::Stream> stream = cuda::Stream::create(b.as_tensor().device());
-        if (!stream.is_ok() || !b.device_sync()->wait_ready(*stream).is_ok()) return frames;
-        const Tensor counts = b.as_tensor();
-        Tensor host = Tensor::empty(counts.shape(), counts.dtype(), counts.layout(), cuda::pinned_host_allocator());
-        Result<cuda::Event> done = cuda::copy_async(counts.view(), host.view(), *stream);
-        if (!done.is_ok() || !done->synchronize().is_ok()) return frames;
-        for (int64_t k = 0; k < counts.num_elements(); ++k) frames += host.typed<int64_t>()[k];
-        return frames;
+        if (counts) frames += *b.sample(i).typed<int64_t>();
     }
   }
   return frames;

@@ -448,12 +448,6 @@ class HabanaDataLoader(DataLoader[T_co]):
                 pipe = self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
                 break
             except (ValueError, TypeError, RuntimeError) as e:
-                if self._hw_decode and self.decoder != "hardware":
-                    # The mixed stage refused this chain: decode on the CPU threads instead.
-                    self._hw_decode = False
-                    what = "clips" if self._video is not None else "JPEGs"
-                    self.native_notes.append(f"{what} are decoded by CPU threads (the mixed stage: {e})")
-                    continue
                 if not self._gpu_tail:
                     raise
                 # An operator the gpu stage cannot take as configured (e.g. RandomCrop with
