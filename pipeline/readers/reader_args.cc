@@ -1,4 +1,4 @@
-#include "pipeline/operators/reader_args.h"
+#include "pipeline/readers/reader_args.h"
 
 #include "pipeline/errors.h"
 #include "pipeline/readers/dataset.h"

@@ -1,7 +1,7 @@
 // What the readers (file_reader, video_reader) share: where the files are (a class-folder tree
 // or a file list) and how an epoch walks the samples (shuffle, shards, last batch).
 //
-// Internal to pipeline/operators (not installed). Thread safety: pure functions.
+// Internal to pipeline/ (not installed). Thread safety: pure functions.
 #pragma once
 
 #include <memory>

@@ -2,7 +2,7 @@
 #include "pipeline/errors.h"
 #include "pipeline/file_system.h"
 #include "pipeline/operator.h"
-#include "pipeline/operators/reader_args.h"
+#include "pipeline/readers/reader_args.h"
 #include "pipeline/readers/dataset.h"
 #include "pipeline/readers/epoch_plan.h"
 #include "pipeline/registry.h"

@@ -1,0 +1,109 @@
+// video_reader: a source operator whose samples are clips of the videos of a folder tree or a
+// file list (optionally segments of them). Which clips an epoch has comes from clip_sampler.h
+// (random, uniform, contiguous) and every video's metadata (probed once, optionally kept across
+// runs by video_metadata_cache.h); the order, shards and last batch from the pipeline's
+// EpochPlan, as for every source. Each clip is decoded by the operators' shared ClipOutput
+// (pipeline/operators/clip_output.h) on the pipeline's threads.
+//
+// The mixed reader (mixed_video_reader.cc) derives from VideoReader: the same clips, decoded
+// by NVDEC where it can take the video.
+//
+// Internal to pipeline/ (not installed; the schema is in registry.h). Thread safety: as every
+// operator: immutable after prepare(), run() called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "decoders/video_decoder.h"
+#include "media/api.h"
+#include "pipeline/file_system.h"
+#include "pipeline/operator.h"
+#include "pipeline/operators/clip_output.h"
+#include "pipeline/readers/clip_sampler.h"
+#include "pipeline/readers/dataset.h"
+#include "pipeline/readers/video_metadata_cache.h"
+#include "pipeline/spec.h"
+
+HDL_API_BEGIN
+namespace hdl {
+
+class VideoInfoCache;
+using ops::ClipOutput;
+using ops::VideoCounters;
+using ops::VideoState;
+
+class VideoReader : public SourceOperator {
+ public:
+  explicit VideoReader(const NodeSpec& n);
+  ~VideoReader() override;
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec>) const override;
+  void prepare(FileSystem& fs) override;
+  int64_t num_samples() const override;
+  int64_t file_index(int64_t sample) const override;
+  Status run(SampleIO& io) const override;
+  std::unique_ptr<OpState> make_state() const override;
+  std::vector<std::pair<std::string, int64_t>> counters() const override { return counters_.list(); }
+  const Dataset& dataset() const override { return *dataset_; }
+  const Sharding& sharding() const override { return sharding_; }
+
+ protected:
+  // A sample's clip: its video, open file, metadata and frames (the start drawn from the
+  // sample's random stream).
+  struct Clip {
+    int64_t video = 0;
+    std::unique_ptr<RandomAccessFile> file;
+    std::shared_ptr<const VideoInfo> info;
+    std::vector<int64_t> frames;
+  };
+
+  Result<Clip> pick(SampleIO& io) const;
+  // Outputs 1..3: label, frame indices, video index.
+  Status write_clip_outputs(SampleIO& io, const Clip& clip) const;
+  const ClipOutput& clip_output() const { return output_; }
+  VideoCounters& video_counters() const { return counters_; }
+
+ private:
+  // Entries naming the same path (segments of one video on several lines) share one file, so
+  // that its metadata is read once.
+  void index_files();
+  // File f's metadata: from the metadata cache when it holds a valid entry, else probed
+  // (counted; kept in the cache, which prepare() saves).
+  Result<std::shared_ptr<const VideoInfo>> read_metadata(int64_t f, const RandomAccessFile& file,
+                                                         VideoDecoder& decoder) const;
+  // Reads the metadata cache file once per pipeline; a corrupt one is rebuilt with a warning.
+  void load_metadata();
+  // Entry v's timeline positions: the whole video, or its segment's. Errors name the segment
+  // and where it was listed.
+  Result<TimelineRange> range_of(int64_t v, const VideoInfo& info) const;
+  Status segment_error(int64_t v, const Status& st) const;
+  Result<std::vector<int64_t>> frames_of(int64_t v, const VideoInfo& info, int64_t k, RandomStream& rng) const;
+  // Contiguous: entry v's clips. One (failing) clip for a video that cannot be read or a
+  // segment that makes no sense, so that the error is reported when it runs instead of the
+  // entry vanishing unnoticed; none for a video or segment shorter than a clip (VideoClips).
+  int64_t contiguous_clips_of(int64_t v) const;
+
+  std::shared_ptr<const Dataset> dataset_;  // shared with the spec when given in memory
+  Sharding sharding_;
+  ClipSampling sampling_;
+  ClipOutput output_;
+  std::vector<int64_t> file_of_;       // entry -> file (entries naming one path share it)
+  std::vector<int64_t> file_entry_;    // file -> its first entry
+  std::vector<int64_t> clip_offsets_;  // contiguous: first sample of each entry, and the total
+  std::unique_ptr<VideoInfoCache> infos_;  // by file
+  std::string describe_;               // `video_reader "name"`, for warnings
+  std::string metadata_path_;          // metadata_cache, or empty
+  std::unique_ptr<VideoMetadataCache> metadata_;  // loaded by prepare()
+  mutable VideoCounters counters_;
+};
+
+/// video_reader(device="mixed"): mixed_video_reader.cc. Throws ConfigError.
+std::unique_ptr<Operator> make_mixed_video_reader(const NodeSpec& n);
+
+}  // namespace hdl
+HDL_API_END
