@@ -174,7 +174,7 @@ void VideoReader::index_files() {
 }
 
 Result<std::shared_ptr<const VideoInfo>> VideoReader::read_metadata(int64_t f, const RandomAccessFile& file,
-                                                       VideoDecoder& decoder) const {
+                                                                    VideoDecoder& decoder) const {
   if (metadata_) {
     bool probed = false;
     Result<std::shared_ptr<const VideoInfo>> info =
@@ -214,7 +214,8 @@ Status VideoReader::segment_error(int64_t v, const Status& st) const {
                                "): " + st.message());
 }
 
-Result<std::vector<int64_t>> VideoReader::frames_of(int64_t v, const VideoInfo& info, int64_t k, RandomStream& rng) const {
+Result<std::vector<int64_t>> VideoReader::frames_of(int64_t v, const VideoInfo& info, int64_t k,
+                                                    RandomStream& rng) const {
   if (!dataset_->has_segments()) return clip_frames(sampling_, info, k, rng);
   HDL_ASSIGN_OR_RETURN(const TimelineRange range, range_of(v, info));
   Result<std::vector<int64_t>> frames = clip_frames(sampling_, info, range, k, rng);
