@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -68,15 +69,16 @@ std::vector<std::string_view> tokens(std::string_view line) {
   return out;
 }
 
-// A non-negative decimal of at most 18 digits.
+// A non-negative decimal that fits in int64_t.
 bool parse_int(std::string_view s, int64_t* out) {
-  if (s.empty() || s.size() > 18) return false;
-  int64_t v = 0;
+  if (s.empty() || s.size() > 19) return false;
+  uint64_t v = 0;
   for (char c : s) {
     if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
+    v = v * 10 + uint64_t(c - '0');  // 19 digits cannot overflow uint64_t
   }
-  *out = v;
+  if (v > uint64_t(INT64_MAX)) return false;
+  *out = int64_t(v);
   return true;
 }
 
