@@ -110,9 +110,11 @@ Result<ShardIndex> build_shard_index(const RandomAccessFile& file, std::string_v
 
 std::string encode_shard_index(const ShardIndex& index) {
   std::string out;
-  out += std::string(kVersion) + " " + std::to_string(index.samples.size()) + " " +
-         std::string(kStampTag) + " " + std::to_string(index.shard_size) + " " +
-         std::to_string(index.shard_modified_ns) + "\n";
+  out += std::string(kVersion) + " " + std::to_string(index.samples.size());
+  if (index.stamped)  // an index parsed from a stamp-less (DALI) file stays stamp-less
+    out += " " + std::string(kStampTag) + " " + std::to_string(index.shard_size) + " " +
+           std::to_string(index.shard_modified_ns);
+  out += "\n";
   for (const auto& s : index.samples) {
     bool first = true;
     for (const auto& f : s.fields) {

@@ -65,7 +65,7 @@ struct ShardIndex {
 Result<ShardIndex> build_shard_index(const RandomAccessFile& file, std::string_view shard_name,
                                      const TarLimits& limits = {});
 
-/// The index file's bytes.
+/// The index file's bytes (with the stamp line only when index.stamped).
 std::string encode_shard_index(const ShardIndex& index);
 
 /// Parses an index file's bytes, checking everything: the header line, the count, four tokens
