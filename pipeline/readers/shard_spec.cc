@@ -15,6 +15,7 @@ using Names = std::vector<std::string>;
 struct Expander {
   std::string_view spec;  // for messages
   Status error;
+  int recursion = 0;  // depth of pattern() calls: bounded so deep nesting cannot exhaust the stack
 
   bool fail(const std::string& what) {
     if (error.is_ok())
@@ -133,8 +134,14 @@ struct Expander {
   }
 
   bool pattern(std::string_view p, Names* out) {
+    struct Depth {
+      int& d;
+      explicit Depth(int& x) : d(++x) {}
+      ~Depth() { --d; }
+    } guard(recursion);
+    if (recursion > 64) return fail("braces nested more than 64 deep");
     *out = Names{""};
-    int depth = 0;
+    int nest = 0;
     size_t start = 0, i = 0;
     for (; i < p.size(); ++i) {
       if (p[i] == '\\') {
@@ -142,13 +149,13 @@ struct Expander {
         continue;
       }
       if (p[i] == '{') {
-        if (depth == 0 && i > start && !product(out, {std::string(p.substr(start, i - start))}))
+        if (nest == 0 && i > start && !product(out, {std::string(p.substr(start, i - start))}))
           return false;
-        if (depth == 0) start = i;
-        ++depth;
+        if (nest == 0) start = i;
+        ++nest;
       } else if (p[i] == '}') {
-        if (--depth < 0) return fail("unbalanced braces");
-        if (depth == 0) {
+        if (--nest < 0) return fail("unbalanced braces");
+        if (nest == 0) {
           std::string_view expr = p.substr(start + 1, i - start - 1);
           std::optional<Names> items = range(expr);
           if (!items && error.is_ok()) items = sequence(expr);
@@ -165,7 +172,7 @@ struct Expander {
         }
       }
     }
-    if (depth != 0) return fail("unbalanced braces");
+    if (nest != 0) return fail("unbalanced braces");
     if (start < p.size() && !product(out, {std::string(p.substr(start))})) return false;
     return true;
   }

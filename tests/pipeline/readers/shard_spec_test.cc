@@ -56,6 +56,8 @@ TEST(ShardSpecTest, Errors) {
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
   }
   EXPECT_NE(expand_shard_spec("a{1..2").status().message().find("unbalanced"), std::string::npos);
+  std::string deep = std::string(100000, '{') + std::string(100000, '}');
+  EXPECT_EQ(expand_shard_spec(deep).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
