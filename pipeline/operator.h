@@ -157,8 +157,12 @@ class SourceOperator : public Operator {
   /// Samples an epoch draws from: one per file by default; a video reader has one per clip.
   /// SampleInfo::dataset_index counts these. Known once prepare() has returned.
   virtual int64_t num_samples() const;
-  /// The file (index into dataset()) sample `sample` reads: messages name this file.
+  /// The file (index into dataset()) sample `sample` reads.
   virtual int64_t file_index(int64_t sample) const { return sample; }
+  /// How messages name sample `sample`: by default its file's path, quoted; a reader whose
+  /// samples live inside containers names the container and the member (a tar shard and the
+  /// sample's key). Known once prepare() has returned.
+  virtual std::string describe_sample(int64_t sample) const;
   /// Called once, before the first sample is planned, on a thread of the pipeline's arena (so
   /// it may use TBB to work in parallel), with the pipeline's file system: a reader that must
   /// look into its files to know its samples (a video reader counting frames) does it here.

@@ -15,6 +15,7 @@ const OpRegistry& OpRegistry::builtin() {
     r.add(image_decoder_schema());
     r.add(video_reader_schema());
     r.add(video_decoder_schema());
+    r.add(webdataset_reader_schema());
     // Image geometry.
     r.add(resize_schema());
     r.add(crop_schema());

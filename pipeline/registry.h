@@ -38,6 +38,7 @@ OpSchema file_reader_schema();
 OpSchema image_decoder_schema();
 OpSchema video_reader_schema();
 OpSchema video_decoder_schema();
+OpSchema webdataset_reader_schema();
 OpSchema resize_schema();
 OpSchema coin_flip_schema();
 OpSchema random_uniform_schema();

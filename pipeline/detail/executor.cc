@@ -199,10 +199,8 @@ Status Executor::Core::run_sample(Job& job, int64_t slot, const SampleInfo& info
     c.samples.fetch_add(1, std::memory_order_relaxed);
     if (!st.is_ok()) {
       c.failures.fetch_add(1, std::memory_order_relaxed);
-      const Dataset& d = *info.dataset;
-      return Status(st.code(), nodes[n].spec.describe() + ": sample " + std::to_string(info.dataset_index) +
-                                   " \"" + d.path(graph.source_op().file_index(info.dataset_index)) +
-                                   "\": " + st.message());
+      return Status(st.code(), nodes[n].spec.describe() + ": sample " + std::to_string(info.dataset_index) + " " +
+                                   graph.source_op().describe_sample(info.dataset_index) + ": " + st.message());
     }
   }
   return Status::ok();

@@ -1,0 +1,299 @@
+// webdataset_reader: the samples of WebDataset tar shards, read in indexed mode (the third
+// worked example of SourceOperator, beside file_reader.cc and video_reader.cc).
+//
+// prepare() expands the shard specs, then loads or builds every shard's index in parallel
+// (shard_index.h: the stamped sidecar "<shard>.idx", built from the header blocks on first
+// open) and keeps, per sample, only what run() needs: its shard, its key, and the (offset,
+// size) of the field output 0 reads and of the label field. The samples of all shards, in
+// shard order then archive order, are the dataset: an epoch is the pipeline's EpochPlan over
+// them, so the global shuffle per (seed, epoch), the sample-level split across ranks
+// (shard_id / num_shards, pad_shards), the last-batch policy and exact resume are the same as
+// for every other reader, for any thread count. run() reads a field with one pread through
+// the pipeline's FileSystem (each worker thread keeps a few shards open).
+//
+// A shard whose index cannot be built (not a tar, truncated, a bad header, duplicate keys) or
+// that cannot be opened becomes one sample that fails with that error when it runs, under the
+// pipeline's error policy, so a bad shard is reported, named, and loses nothing else.
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tbb/parallel_for.h>
+
+#include "pipeline/errors.h"
+#include "pipeline/file_system.h"
+#include "pipeline/operator.h"
+#include "pipeline/readers/reader_args.h"
+#include "pipeline/readers/shard_index.h"
+#include "pipeline/readers/shard_spec.h"
+#include "pipeline/readers/tar_stream.h"
+#include "pipeline/registry.h"
+#include "pipeline/spec.h"
+
+namespace hdl {
+namespace {
+
+// Where a field's bytes are in its shard; size -1: the sample has no such field.
+struct FieldRef {
+  int64_t offset = 0;
+  int64_t size = -1;
+};
+
+// One sample as run() needs it.
+struct ShardSample {
+  int32_t shard = 0;
+  FieldRef data;   // output 0
+  FieldRef label;  // the label field (size -1 when absent or not asked for)
+};
+
+// A worker thread's open shards: the few it read last (samples of a shuffled epoch come from
+// every shard, so more would only hold descriptors).
+struct OpenShards final : OpState {
+  static constexpr size_t kKeep = 8;
+  std::list<std::pair<int32_t, std::unique_ptr<RandomAccessFile>>> files;  // most recent first
+
+  Result<const RandomAccessFile*> get(FileSystem& fs, int32_t shard, const std::string& path) {
+    for (auto it = files.begin(); it != files.end(); ++it)
+      if (it->first == shard) {
+        files.splice(files.begin(), files, it);
+        return files.front().second.get();
+      }
+    HDL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, fs.open(path));
+    files.emplace_front(shard, std::move(f));
+    if (files.size() > kKeep) files.pop_back();
+    return files.front().second.get();
+  }
+};
+
+std::vector<std::string> split_alternatives(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = std::min(s.find(';', start), s.size());
+    std::string ext = s.substr(start, end - start);
+    for (char& c : ext)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (!ext.empty()) out.push_back(std::move(ext));
+    start = end + 1;
+  }
+  return out;
+}
+
+IndexCachePolicy parse_index_policy(const std::string& s) {
+  if (s == "read_only") return IndexCachePolicy::kReadOnly;
+  if (s == "rebuild") return IndexCachePolicy::kRebuild;
+  if (s == "none") return IndexCachePolicy::kNone;
+  return IndexCachePolicy::kReadWrite;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+class WebDatasetReader final : public SourceOperator {
+ public:
+  explicit WebDatasetReader(const NodeSpec& n)
+      : sharding_(ops::parse_sharding(n)), fields_(split_alternatives(n.get_string("field"))),
+        label_field_(n.get_string("label_field")), describe_(n.describe()) {
+    if (fields_.empty()) throw ConfigError("argument \"field\" names no field (e.g. \"jpg;jpeg;png\")");
+    for (char& c : label_field_)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    skip_missing_ = n.get_string("missing_field") == "skip";
+    index_options_.policy = parse_index_policy(n.get_string("index"));
+    const std::string root = n.get_string("file_root");
+    Result<std::vector<std::string>> names = expand_shard_specs(n.get_strings("urls"));
+    if (!names.is_ok()) throw ConfigError("argument \"urls\": " + names.status().message());
+    if (names->empty()) throw ConfigError("argument \"urls\" names no shard");
+    for (std::string& s : *names) {
+      if (shard_compression(s) != ShardCompression::kNone)
+        throw ConfigError("argument \"urls\": \"" + s + "\" is compressed: webdataset_reader reads plain .tar shards "
+                          "(indexed); compressed shards can only be streamed");
+      shards_.push_back(root.empty() || s.front() == '/' ? s : root + "/" + s);
+    }
+  }
+
+  std::vector<TensorSpec> infer_outputs(std::span<const TensorSpec>) const override {
+    return {TensorSpec{DType::kU8, Shape{-1}, Layout::kNone}, TensorSpec{DType::kI64, Shape{}, Layout::kNone},
+            TensorSpec{DType::kI64, Shape{}, Layout::kNone}};
+  }
+
+  void prepare(FileSystem& fs) override {
+    const size_t n = shards_.size();
+    std::vector<Result<ShardIndex>> indexes(n, Status::internal("not indexed"));
+    std::vector<std::string> warnings(n);
+    tbb::parallel_for(size_t{0}, n, [&](size_t s) {
+      indexes[s] = load_or_build_index(fs, shards_[s], index_options_, &warnings[s]);
+    });
+    for (const std::string& w : warnings)
+      if (!w.empty()) std::fprintf(stderr, "hdl: %s: warning: %s\n", describe_.c_str(), w.c_str());
+
+    std::vector<std::string> paths;
+    samples_.clear();
+    failed_shards_.clear();
+    for (size_t s = 0; s < n; ++s) {
+      const int32_t shard = static_cast<int32_t>(s);
+      if (!indexes[s].is_ok()) {  // one failing sample names the shard and what is wrong
+        failed_shards_.push_back({static_cast<int64_t>(samples_.size()), indexes[s].status()});
+        samples_.push_back({shard, {}, {}});
+        paths.push_back(shards_[s]);
+        continue;
+      }
+      for (IndexedSample& is : indexes[s]->samples) {
+        ShardSample smp{shard, {}, {}};
+        for (const std::string& want : fields_) {
+          auto it = std::find_if(is.fields.begin(), is.fields.end(), [&](const IndexedField& f) { return f.ext == want; });
+          if (it != is.fields.end()) {
+            smp.data = {it->offset, it->size};
+            break;
+          }
+        }
+        if (smp.data.size < 0 && skip_missing_) {
+          missing_skipped_ += 1;
+          continue;
+        }
+        if (!label_field_.empty())
+          for (const IndexedField& f : is.fields)
+            if (f.ext == label_field_) smp.label = {f.offset, f.size};
+        samples_.push_back(smp);
+        paths.push_back(shards_[s] + "/" + is.key);
+        keys_.push_back(std::move(is.key));
+      }
+      indexes[s] = Status::internal("released");  // the compact table is all that is kept
+    }
+    // keys_ holds the keys of indexed samples only; key_of() maps a sample to its key.
+    dataset_ = std::make_shared<Dataset>(Dataset::from_samples(paths, {}));
+  }
+
+  int64_t num_samples() const override { return static_cast<int64_t>(samples_.size()); }
+
+  std::string describe_sample(int64_t sample) const override {
+    const ShardSample& s = samples_[static_cast<size_t>(sample)];
+    const std::string_view key = key_of(sample);
+    std::string out = "tar shard \"" + shards_[static_cast<size_t>(s.shard)] + "\"";
+    if (!key.empty()) out += " key \"" + std::string(key) + "\"";
+    return out;
+  }
+
+  Status run(SampleIO& io) const override {
+    const int64_t i = io.sample().dataset_index;
+    const ShardSample& s = samples_[static_cast<size_t>(i)];
+    if (const Status* failed = shard_failure(i)) return *failed;
+    if (s.data.size < 0)
+      return Status::invalid_data("no field " + join(fields_, " or ") + " in this sample (missing_field \"skip\" "
+                                  "leaves such samples out)");
+    auto& open = *static_cast<OpenShards*>(io.state());
+    HDL_ASSIGN_OR_RETURN(const RandomAccessFile* file,
+                         open.get(io.file_system(), s.shard, shards_[static_cast<size_t>(s.shard)]));
+    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{s.data.size}, DType::kU8, Layout::kNone));
+    if (Status st = read_exactly(*file, s.data.offset, s.data.size, out.data); !st.is_ok())
+      return Status(st.code(), "byte " + std::to_string(s.data.offset) + ": " + st.message());
+    HDL_ASSIGN_OR_RETURN(TensorView label, io.output(1, Shape{}, DType::kI64, Layout::kNone));
+    HDL_ASSIGN_OR_RETURN(*label.typed<int64_t>(), read_label(*file, s.label));
+    HDL_ASSIGN_OR_RETURN(TensorView index, io.output(2, Shape{}, DType::kI64, Layout::kNone));
+    *index.typed<int64_t>() = i;
+    return Status::ok();
+  }
+
+  std::unique_ptr<OpState> make_state() const override { return std::make_unique<OpenShards>(); }
+  std::vector<std::pair<std::string, int64_t>> counters() const override {
+    return {{"webdataset_shards", static_cast<int64_t>(shards_.size())},
+            {"webdataset_failed_shards", static_cast<int64_t>(failed_shards_.size())},
+            {"webdataset_missing_field_skipped", missing_skipped_}};
+  }
+  const Dataset& dataset() const override { return dataset_ ? *dataset_ : empty_; }
+  const Sharding& sharding() const override { return sharding_; }
+
+ private:
+  // The label: the field's text as a decimal integer (webdataset decodes "cls" so), surrounding
+  // whitespace allowed; -1 when the sample has no label field or none was asked for.
+  Result<int64_t> read_label(const RandomAccessFile& file, const FieldRef& f) const {
+    if (f.size < 0) return int64_t{-1};
+    if (f.size > 64)
+      return Status::invalid_data("field \"" + label_field_ + "\" at byte " + std::to_string(f.offset) + " holds " +
+                                  std::to_string(f.size) + " bytes: not a class index");
+    char text[64];
+    if (Status st = read_exactly(file, f.offset, f.size, text); !st.is_ok())
+      return Status(st.code(), "byte " + std::to_string(f.offset) + ": " + st.message());
+    std::string_view t(text, static_cast<size_t>(f.size));
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t' || t.front() == '\n' || t.front() == '\r')) t.remove_prefix(1);
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\n' || t.back() == '\r')) t.remove_suffix(1);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || end != t.data() + t.size())
+      return Status::invalid_data("field \"" + label_field_ + "\" at byte " + std::to_string(f.offset) +
+                                  " is not a decimal integer: \"" + std::string(t.substr(0, 32)) + "\"");
+    return v;
+  }
+
+  const Status* shard_failure(int64_t sample) const {
+    for (const auto& [at, status] : failed_shards_)
+      if (at == sample) return &status;
+    return nullptr;
+  }
+
+  std::string_view key_of(int64_t sample) const {
+    // Failed shards hold one sample without a key; the keys of the others are in order.
+    int64_t before = 0;
+    for (const auto& f : failed_shards_) {
+      if (f.first == sample) return {};
+      if (f.first < sample) ++before;
+    }
+    return keys_[static_cast<size_t>(sample - before)];
+  }
+
+  Sharding sharding_;
+  std::vector<std::string> fields_;  // output 0: the first of these the sample has
+  std::string label_field_;          // "" : no label
+  bool skip_missing_ = false;
+  IndexOptions index_options_;
+  std::string describe_;
+  std::vector<std::string> shards_;  // paths, in spec order
+  // Filled by prepare():
+  std::vector<ShardSample> samples_;
+  std::vector<std::string> keys_;
+  std::vector<std::pair<int64_t, Status>> failed_shards_;  // (its sample, why)
+  int64_t missing_skipped_ = 0;
+  std::shared_ptr<const Dataset> dataset_;
+  Dataset empty_ = Dataset::from_samples({}, {});
+};
+
+}  // namespace
+
+OpSchema webdataset_reader_schema() {
+  OpSchema s;
+  s.name = "webdataset_reader";
+  s.doc = "Reads the samples of WebDataset tar shards (webdataset's conventions: a sample is the run of members "
+          "sharing a key, the path up to the first dot of the file name; fields are the rest of the name, "
+          "lower-cased), indexed: every shard's index (offset and size of every member's data) comes from its "
+          "sidecar \"<shard>.idx\" (DALI's wds2idx v1.2 format with a stamp of the shard's size and modification "
+          "time) or is built from the header blocks on first open, in parallel, and saved. Samples of all shards "
+          "are one dataset: the global shuffle per (seed, epoch), the sample-level split across ranks "
+          "(shard_id / num_shards), the last-batch policy and resume are exact, for any thread count. Plain .tar "
+          "shards (ustar, GNU, PAX). A shard that cannot be read or indexed fails one sample, named, under the "
+          "error policy.";
+  s.is_source = true;
+  s.outputs = {{"encoded", "the bytes of the sample's field (uint8, 1-D): the first of `field`'s alternatives"},
+               {"label", "label_field's text as an integer (int64 scalar; -1 without one)"},
+               {"index", "the sample's index in the dataset (int64 scalar): its key and shard from the pipeline"}};
+  s.args = {
+      {"urls", ArgType::kStrings, ArgValue(std::vector<std::string>{}), "shard specs, webdataset's: brace expansion (\"train-{000000..000127}.tar\"), \"::\"-joined lists, or a list of specs"},
+      {"file_root", ArgType::kString, ArgValue(""), "folder relative shard names are in (\"\": as given)"},
+      {"field", ArgType::kString, ArgValue("jpg;jpeg;png;webp"), "output 0: the first of these ';'-separated fields (case-insensitive) the sample has"},
+      {"label_field", ArgType::kString, ArgValue("cls"), "the field holding the class index as decimal text (\"\": none, label -1)"},
+      {"missing_field", ArgType::kString, ArgValue("error"), "a sample without `field`: error (fails when it runs, under the error policy) or skip (left out of the dataset, counted)", one_of({"error", "skip"})},
+      {"index", ArgType::kString, ArgValue("read_write"), "the shards' index sidecars: read_write (use a valid one, else build and save), read_only (never write), rebuild (always build and save), none (build in memory)", one_of({"read_write", "read_only", "rebuild", "none"})},
+  };
+  for (ArgSchema& a : ops::sharding_args("samples")) s.args.push_back(std::move(a));
+  s.create = [](const NodeSpec& n) { return std::make_unique<WebDatasetReader>(n); };
+  return s;
+}
+
+}  // namespace hdl
