@@ -123,7 +123,8 @@ std::string encode_shard_index(const ShardIndex& index) {
       // The suffix as archived (the member name after the key and its dot).
       std::string_view suffix = std::string_view(f.member_name).substr(
           std::min(f.member_name.size(), s.key.size() + 1));
-      append_escaped(&out, suffix);
+      if (suffix.empty()) out.push_back('%');  // "x." has field "": a lone '%' says so
+      else append_escaped(&out, suffix);
       out.push_back(' ');
       out += std::to_string(f.offset);
       out.push_back(' ');
@@ -215,7 +216,7 @@ Result<ShardIndex> parse_shard_index(std::string_view bytes, std::string_view sh
       std::string token_ext = unescape(tok[t]);
       std::string lower_token;
       for (char c : token_ext) lower_token.push_back(c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c);
-      if (lower_token != ext)
+      if (lower_token != ext && !(tok[t] == "%" && ext.empty()))
         return bad(key, "ext \"" + token_ext + "\" does not match member \"" + name + "\"");
       if (*step == SampleGrouper::Step::kNewSample) {
         if (started) return bad(key, "one line holds two samples");

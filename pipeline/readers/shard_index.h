@@ -12,7 +12,7 @@
 // its shard. Offsets are of the data (multiples of 512), ext is the member's suffix as in the
 // archive (DALI lower-cases it itself), tokens are separated by one space. Bytes that would
 // break DALI's whitespace tokenizer (bytes <= 0x20, 0x7f) and '%' are written %XX; a '%' not
-// followed by two hex digits reads as itself. Only members that belong to a sample
+// followed by two hex digits reads as itself; the empty suffix of a name such as "x." is "%". Only members that belong to a sample
 // (shard_sample.h) are listed. DALI's older v1.0/v1.1 files lack member names (hence keys):
 // kUnsupported. An empty shard is "v1.2 0 ..." (DALI refuses those; its tool never writes one).
 //
