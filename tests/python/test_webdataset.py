@@ -122,6 +122,12 @@ def test_brace_expansion_as_braceexpand(pattern):
     assert hwds.brace_expand(pattern) == list(braceexpand.braceexpand(pattern))
 
 
+def test_brace_expansion_cases():
+    assert hwds.brace_expand("s-{000008..000010}.tar") == ["s-000008.tar", "s-000009.tar", "s-000010.tar"]
+    assert hwds.brace_expand("{a,b{1..2}}-{x..z..2}") == ["a-x", "a-z", "b1-x", "b1-z", "b2-x", "b2-z"]
+    assert hwds.brace_expand("{5..1..2}{x}\\{1,2\\}") == ["5{x}{1,2}", "3{x}{1,2}", "1{x}{1,2}"]
+
+
 def test_url_specs(monkeypatch, tmp_path):
     assert WebDataset("a-{0..2}.tar::b.tar").urls == ["a-0.tar", "a-1.tar", "a-2.tar", "b.tar"]
     assert WebDataset(["a-{00..01}.tar", pathlib.Path("c.tar")]).urls == ["a-00.tar", "a-01.tar", "c.tar"]
@@ -149,7 +155,14 @@ def test_dataloader_workers_and_ranks(wds, ref_shards, monkeypatch):
     assert {k for k in ours} == {s["__key__"] for u in ref_shards[1::2] for s in WebDataset(u, nodesplitter=None)}
 
 
-def test_epochs_length_and_gzip(ref_shards, tmp_path):
+@pytest.fixture()
+def our_shards(train_root, tmp_path):
+    root = _folder(train_root, tmp_path)
+    return write_shards(root, str(tmp_path / "ours" / "s-%02d.tar"), maxcount=4)
+
+
+def test_epochs_length_and_gzip(our_shards, tmp_path):
+    ref_shards = our_shards
     ds = WebDataset(ref_shards[:2]).with_epoch(11)
     assert len(list(ds)) == 11
     assert len(WebDataset(ref_shards[0]).with_length(4, silent=True)) == 4
@@ -159,7 +172,8 @@ def test_epochs_length_and_gzip(ref_shards, tmp_path):
     assert [{k: v for k, v in s.items() if not k.startswith("__")} for s in WebDataset(str(gz))] == plain
 
 
-def test_bad_shards_name_where(ref_shards, tmp_path):
+def test_bad_shards_name_where(our_shards, tmp_path):
+    ref_shards = our_shards
     data = pathlib.Path(ref_shards[0]).read_bytes()
     members = tarfile.open(ref_shards[0]).getmembers()
     cut = tmp_path / "cut.tar"
@@ -179,8 +193,8 @@ def test_bad_shards_name_where(ref_shards, tmp_path):
     good = [s["__key__"] for s in WebDataset(ref_shards[1])]
     mixed = WebDataset([str(junk), ref_shards[1]], handler=hwds.ignore_and_continue)
     assert [s["__key__"] for s in mixed] == good
-    with pytest.raises(DataError, match=r"ref-000000.tar' sample .* field 'json'"):
-        list(WebDataset(ref_shards[0]).map(lambda s: {**s, "json": b"{"}).decode())
+    with pytest.raises(DataError, match=r"s-00.tar' sample 'class0/.*' field 'cls'"):
+        list(WebDataset(ref_shards[0]).map(lambda s: {**s, "cls": b"x"}).decode())
 
 
 def _folder(train_root, tmp_path):
@@ -240,9 +254,14 @@ def test_write_shards_file_list_and_cli(wds, train_root, tmp_path):
 
 
 def test_our_writer_our_reader_without_webdataset(train_root, tmp_path):
-    """Runs under Debian's python too: round trip, labels and bytes."""
+    """Runs under Debian's python too: round trip, labels and bytes, DataLoader workers."""
     root = _folder(train_root, tmp_path)
     paths = write_shards(root, str(tmp_path / "s-%02d.tar"), maxcount=6)
+    keys = list(DataLoader(WebDataset(paths).map(lambda s: s["__key__"]), batch_size=None, num_workers=2))
+    assert sorted(keys) == sorted(s["__key__"] for s in WebDataset(paths))
+    per_shard = [[s["__key__"] for s in WebDataset(p)] for p in paths]
+    w0, w1 = per_shard[0] + per_shard[2], per_shard[1]  # split_by_worker: shards 0, 2 and shard 1
+    assert len(paths) == 3 and keys == [k for pair in zip(w0, w1) for k in pair] + w0[len(w1):]
     samples = list(WebDataset(paths).decode().to_tuple("__key__", "jpeg;png", "cls"))
     assert len(samples) == sum(1 for _ in root.rglob("*.*"))
     first = next(iter(sorted(root.rglob("*.JPEG"))))
