@@ -13,7 +13,7 @@ import re
 import string
 import tarfile
 from itertools import product
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import urlparse
 
 from . import _C

@@ -27,7 +27,7 @@ import torch
 from torch.utils.data import IterableDataset
 
 from ._wds_decode import Decoder, ImageHandler, basichandlers
-from ._wds_source import StopShards, brace_expand, data_error, expand_urls, shard_samples, worker_info
+from ._wds_source import StopShards, brace_expand, expand_urls, shard_samples, worker_info
 
 __all__ = ["WebDataset", "Stage", "split_by_node", "split_by_worker", "single_node_only", "brace_expand",
            "reraise_exception", "warn_and_continue", "ignore_and_continue", "default_collation_fn", "Decoder",

@@ -7,7 +7,6 @@ with a reason where it is not installed (Debian's python; .ci/torch2.sh installs
 """
 
 import gzip
-import io
 import os
 import pathlib
 import subprocess
