@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Python package's pytest suite (tests/python) against pip's torch 2.x + torchvision, the
 # torch users run (Debian's python3-torch is 1.13), with timm, so that the native mappings of
-# timm's transforms (test_timm*.py, skipped without timm) are checked by CI too. Called by
+# timm's transforms (test_timm*.py, skipped without timm) are checked by CI too, and with the
+# webdataset package (+ braceexpand), which test_webdataset.py reads and writes tar shards with
+# as the reference for habana_dataloader.WebDataset / write_shards. Called by
 # .ci/test.sh (step 3); runs alone too, once build/python is built (.ci/build.sh
 # -DHDL_BUILD_PYTHON=ON, or ninja -C build).
 #
@@ -38,7 +40,9 @@ torchvision==0.29.2
 numpy==2.4.6
 pillow==13.0.0
 pytest==9.2.0
-timm==1.0.15"
+timm==1.0.15
+webdataset==1.0.2
+braceexpand==0.1.7"
 # Everything they pull in, pinned too (pip freeze of the venv, plus setuptools, which torch
 # needs and pip freeze leaves out; constraints: a platform that does not need one, e.g. the
 # nvidia-* wheels off x86-64 Linux or hf-xet off x86-64/arm64, does not install it).

@@ -7,6 +7,9 @@
 - ``VideoFolder`` / ``VideoList`` + ``video.ClipTrainTransform`` / ``ClipEvalTransform``: clips
   of a folder of videos or of listed videos or segments, torch Datasets that HabanaDataLoader
   runs natively (``fn.video_reader``).
+- ``WebDataset`` (+ ``wds``: splitters, handlers) and ``write_shards``: WebDataset tar shards,
+  read with webdataset's fluent interface as a torch IterableDataset, and written from an
+  ImageFolder or a file list (CLI: ``python3 -m habana_dataloader.shards``, ``hdl-shards``).
 - ``DataError``: a sample could not be produced (``.code`` names the status).
 """
 
@@ -18,7 +21,11 @@ from .loader import HabanaDataLoader
 from .pipeline import MediaPipe, Pipeline
 from . import video
 from .video import VideoFolder, VideoList
+from . import wds
+from .wds import WebDataset
+from .shards import write_shards
 
 __version__ = "0.1.0"
-__all__ = ["DataError", "DataNode", "HabanaDataLoader", "MediaPipe", "Pipeline", "VideoFolder", "VideoList", "fn", "video",
+__all__ = ["DataError", "DataNode", "HabanaDataLoader", "MediaPipe", "Pipeline", "VideoFolder", "VideoList", "WebDataset", "fn", "video",
+           "wds", "write_shards",
            "__version__"]
