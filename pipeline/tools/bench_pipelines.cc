@@ -10,15 +10,26 @@
 namespace hdl::tools {
 namespace {
 
-// file_reader arguments reading args.data: an ImageFolder root, or a file list.
+// True when DATA names WebDataset tar shards (a .tar, brace-expanded or "::"-joined spec).
+bool is_shard_spec(const std::string& data) {
+  return data.find(".tar") != std::string::npos &&
+         (data.ends_with(".tar") || data.find('{') != std::string::npos || data.find("::") != std::string::npos);
+}
+
+// The image reader for args.data: file_reader over an ImageFolder root or a file list, or
+// webdataset_reader over tar shards.
+const char* reader_op(const BenchArgs& a) { return is_shard_spec(a.data) ? "webdataset_reader" : "file_reader"; }
+
+// The reader's arguments reading args.data.
 PipelineSpec::Args reader_args(const BenchArgs& a) {
+  if (is_shard_spec(a.data)) return {{"urls", std::vector<std::string>{a.data}}, {"file_root", a.file_root}};
   std::error_code ec;
   if (std::filesystem::is_directory(a.data, ec)) {
     if (!a.file_root.empty()) throw ConfigError("--file-root is for a file list, but " + a.data + " is a folder");
     return {{"file_root", a.data}, {"file_list", ""}};
   }
   if (!std::filesystem::is_regular_file(a.data, ec))
-    throw ConfigError("DATA " + a.data + " is neither a folder nor a file list");
+    throw ConfigError("DATA " + a.data + " is neither a folder, a file list nor tar shards");
   return {{"file_list", a.data}, {"file_root", a.file_root}};
 }
 
@@ -73,7 +84,7 @@ PipelineSpec named_spec(const BenchArgs& a) {
   PipelineSpec spec;
   PipelineSpec::Args rargs = reader_args(a);
   rargs.emplace_back("shuffle", a.shuffle);
-  auto files = spec.add("file_reader", {}, rargs, {}, "reader");
+  auto files = spec.add(reader_op(a), {}, rargs, {}, "reader");
   const int64_t s = a.size;
   if (a.pipeline == "decode") {
     if (a.dtype_given && (a.dtype != "uint8" || a.layout != "HWC"))
@@ -138,8 +149,11 @@ PipelineSpec json_spec(const BenchArgs& a) {
   PipelineSpec spec = spec_from_json(text.str());
   int readers = 0;
   for (NodeSpec& n : spec.nodes()) {
-    if (n.op == "file_reader" || n.op == "video_reader") {
+    if (n.op == "file_reader" || n.op == "video_reader" || n.op == "webdataset_reader") {
       ++readers;
+      if (n.op != "video_reader") n.op = reader_op(a);  // the image readers take either kind of DATA
+      if (n.op == "webdataset_reader")
+        for (const char* arg : {"file_list", "file_list_format", "extensions", "allow_empty_classes"}) n.args.erase(arg);
       for (auto& [k, v] : reader_args(a)) n.args[k] = v;
     } else if (n.op == "crop_mirror_normalize" && a.dtype_given) {
       n.args["dtype"] = a.dtype;

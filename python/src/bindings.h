@@ -55,5 +55,6 @@ void bind_tensors(py::module_& m);
 void bind_schemas(py::module_& m);
 void bind_pipeline(py::module_& m);
 void bind_video(py::module_& m);
+void bind_shards(py::module_& m);
 
 }  // namespace hdl::python

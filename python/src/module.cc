@@ -9,4 +9,5 @@ PYBIND11_MODULE(_C, m) {
   hdl::python::bind_schemas(m);
   hdl::python::bind_pipeline(m);
   hdl::python::bind_video(m);
+  hdl::python::bind_shards(m);
 }
