@@ -205,7 +205,7 @@ void bind_tensors(py::module_& m) {
   }, py::arg("device") = 0,
      "Whether video_reader(device='mixed') can decode on cuda:device's hardware video decoders (NVDEC through "
      "FFmpeg's cuda hwaccel): available, reason (why not)");
-  // The engines alone (tests/python/bench_gpu.py's hw-alone): the files' bytes decoded in
+  // The engines alone (samples/benchmark/gpu_bench.py's hw-alone): the files' bytes decoded in
   // batches of `batch`, `repeats` times over, into device memory; the wall time of the decode
   // calls only (outputs allocated once, supports() done once per file, outside the timing).
   m.def("_hardware_decode_bench", [](const std::vector<std::string>& files, int batch, int device, int repeats) {
