@@ -10,5 +10,5 @@ cd "$(dirname "$0")/.."
 bash .ci/install_deps.sh
 BUILD_DIR=build bash .ci/build.sh -DHDL_BUILD_TESTS=OFF
 SAMPLE_DATA=${SAMPLE_DATA:-$PWD/sample_data}
-bash samples/prepare_sample_data.sh "$SAMPLE_DATA"
+bash pipeline/tools/prepare_sample_data.sh "$SAMPLE_DATA"
 build/bin/hdl-bench resnet-train "$SAMPLE_DATA/train" --batch-size 64 --epochs 3 "$@"

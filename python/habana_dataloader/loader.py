@@ -102,7 +102,7 @@ _GPU_OPS: Optional[frozenset] = None
 # Whether _gpu_tail also moves RandomResizedCrop's resize out of the fused decode to the gpu
 # stage. Off: measured on an H100 (docs/PERFORMANCE.md), the decode of the window dominates the
 # CPU time either way, rates were within the run-to-run spread, and the upload of full-scale
-# windows needs about 1.1 GB of pinned memory against 131 MB. tests/python/bench_gpu.py
+# windows needs about 1.1 GB of pinned memory against 131 MB. samples/benchmark/gpu_bench.py
 # compares both ("gpu-resize").
 _SPLIT_RESIZE = False
 

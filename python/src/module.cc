@@ -6,6 +6,8 @@ PYBIND11_MODULE(_C, m) {
             "use the habana_dataloader package).";
   hdl::python::bind_errors(m);
   hdl::python::bind_tensors(m);
+  hdl::python::bind_devices(m);
+  hdl::python::bind_hardware_decode_bench(m);
   hdl::python::bind_schemas(m);
   hdl::python::bind_pipeline(m);
   hdl::python::bind_video(m);

@@ -3,17 +3,11 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
-#include <algorithm>
+#include <cstring>
 #include <string>
-#include <span>
-#include <chrono>
 #include <vector>
 
-#include "decoders/nvjpeg/nvjpeg_hardware.h"
-#include "decoders/video_decoder.h"
-#include "media/cuda/runtime.h"
 #include "media/cuda/stream.h"
-#include "media/cuda/allocator.h"
 #include "python/src/bindings.h"
 
 namespace hdl::python {
@@ -170,87 +164,6 @@ py::object batch_to_python(const Batch& b, bool numpy, std::optional<uintptr_t> 
 }
 
 void bind_tensors(py::module_& m) {
-  m.def("cuda_status", [] {
-    py::dict d;
-    d["built"] = cuda::built_with_cuda();
-    d["available"] = cuda::available();
-    d["device_count"] = cuda::device_count();
-    d["reason"] = cuda::unavailable_reason();
-    d["version"] = cuda::version_string();
-    return d;
-  }, "What this build and machine offer the gpu stage: built, available, device_count, reason (why not), version");
-  m.def("hardware_jpeg_status", [](int device) {
-    Status s;
-    {
-      py::gil_scoped_release nogil;
-      NvjpegHardwareDecoder hw(device);
-      s = hw.status();
-    }
-    py::dict d;
-    d["available"] = s.is_ok();
-    d["reason"] = s.is_ok() ? std::string() : s.message();
-    return d;
-  }, py::arg("device") = 0,
-     "Whether cuda:device has hardware JPEG engines the mixed stage can use: available, reason (why not)");
-  m.def("video_hardware_status", [](int device) {
-    Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = video_hardware_status(device);
-    }
-    py::dict d;
-    d["available"] = s.is_ok();
-    d["reason"] = s.is_ok() ? std::string() : s.message();
-    return d;
-  }, py::arg("device") = 0,
-     "Whether video_reader(device='mixed') can decode on cuda:device's hardware video decoders (NVDEC through "
-     "FFmpeg's cuda hwaccel): available, reason (why not)");
-  // The engines alone (tests/python/bench_gpu.py's hw-alone): the files' bytes decoded in
-  // batches of `batch`, `repeats` times over, into device memory; the wall time of the decode
-  // calls only (outputs allocated once, supports() done once per file, outside the timing).
-  m.def("_hardware_decode_bench", [](const std::vector<std::string>& files, int batch, int device, int repeats) {
-    py::dict d;
-    std::vector<std::span<const uint8_t>> taken;
-    std::vector<Tensor> outs;
-    int64_t refused = 0;
-    double seconds = 0;
-    Status error;
-    {
-      py::gil_scoped_release nogil;
-      NvjpegHardwareDecoder hw(device);
-      error = hw.status();
-      Result<cuda::Stream> stream = error.is_ok() ? cuda::Stream::create(Device::cuda(device)) : Result<cuda::Stream>(error);
-      if (!stream.is_ok()) error = stream.status();
-      for (size_t i = 0; error.is_ok() && i < files.size(); ++i) {
-        const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(files[i].data()), files[i].size());
-        Result<ImageInfo> info = hw.supports(bytes, DecodeRequest{});
-        if (!info.is_ok()) {
-          ++refused;
-          continue;
-        }
-        taken.push_back(bytes);
-        outs.push_back(Tensor::empty(Shape{info->height, info->width, 3}, DType::kU8, Layout::kHWC,
-                                     cuda::device_allocator(device)));
-      }
-      for (int r = 0; error.is_ok() && r < repeats; ++r) {
-        for (size_t first = 0; error.is_ok() && first < taken.size(); first += static_cast<size_t>(batch)) {
-          std::vector<HardwareDecodeItem> items;
-          for (size_t i = first; i < std::min(taken.size(), first + static_cast<size_t>(batch)); ++i)
-            items.push_back({taken[i], outs[i].view()});
-          const auto t0 = std::chrono::steady_clock::now();
-          for (const Status& s : hw.decode(items, ColorFormat::kRGB, *stream))
-            if (!s.is_ok()) error = s;
-          if (error.is_ok()) error = stream->synchronize();
-          seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        }
-      }
-    }
-    if (!error.is_ok()) throw std::runtime_error(error.to_string());
-    d["images"] = static_cast<int64_t>(taken.size()) * repeats;
-    d["seconds"] = seconds;
-    d["refused"] = refused;
-    return d;
-  }, py::arg("files"), py::arg("batch") = 256, py::arg("device") = 0, py::arg("repeats") = 1);
   // Used by tests: a pooled-looking tensor without a pipeline.
   m.def("_test_tensor", [](std::vector<int64_t> shape, const std::string& dtype, bool numpy) {
     Shape s(shape.begin(), shape.end());

@@ -13,7 +13,7 @@
 #   correctness, in parallel:  ctest (CTest label gpu), memcheck, racecheck, synccheck
 #                              (compute-sanitizer over the mixed stage, the gpu stage and NVDEC),
 #                              pytest (the Python gpu tests)
-#   benchmarks, one at a time: bench (tests/python/bench_gpu.py: the JPEG targets), train
+#   benchmarks, one at a time: bench (samples/benchmark/gpu_bench.py: the JPEG targets), train
 #                              (samples/train_resnet.py, ResNet-50 and -18, four inputs), hdlbench
 #                              (hdl-bench resnet-train cpu / cuda (CPU decode) / cuda with the
 #                              hardware JPEG engines),
@@ -81,7 +81,7 @@ want pytest && say "  pytest: $(grep -E 'passed|failed|error' "$logs/pytest.log"
 
 # Benchmarks, one at a time.
 if want bench; then
-  run bench 90 python3 tests/python/bench_gpu.py --root "$train" --files 7680 --epochs 3 \
+  run bench 90 python3 samples/benchmark/gpu_bench.py --root "$train" --files 7680 --epochs 3 \
     --modes ${HDL_GPU_BENCH_MODES:-cpu,gpu,gpu-hw,hw-alone,tv-gpu,torch-dl}
   grep -E '^(cpu|gpu|gpu-hw|hw-alone|tv-gpu|torch-dl) +[0-9]|^target|rate .*x cpu' "$logs/bench.log" | tee -a "$summary"
 fi
@@ -111,7 +111,7 @@ if want hdlbench; then
   rm -rf "$d"
 fi
 if want epochs; then
-  run epochs 40 python3 tests/python/bench_gpu.py --root "$train" --files 2560 --epochs 10 --modes gpu-hw
+  run epochs 40 python3 samples/benchmark/gpu_bench.py --root "$train" --files 2560 --epochs 10 --modes gpu-hw
   grep -E '^gpu-hw +[0-9]|^target first' "$logs/epochs.log" | tee -a "$summary"
 fi
 say "done"

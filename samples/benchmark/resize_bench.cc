@@ -1,6 +1,7 @@
-// Tiny single-thread benchmark (not a test): resize of the 500x375 corpus photo to 224x224.
-//   kernels_resize_bench [raw_hwc_u8_file h w]   (default: the kernel tests' photo.u8)
-// Compare with torchvision: tests/pipeline/kernels/bench_torchvision.py.
+// resize_bench: tiny single-thread benchmark of the resize kernel on the 500x375 corpus photo
+// to 224x224, ns/op.
+//   build/samples/benchmark/resize_bench [raw_hwc_u8_file h w]   (default: the kernel tests' photo.u8)
+// Compare with torchvision: samples/benchmark/resize_bench_torchvision.py BUILD_DIR.
 #include <chrono>
 #include <cstdio>
 #include <fstream>

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """torchvision 0.14 side of resize_bench.cc: F.resize of the same 500x375 photo (uint8 CHW
-tensor) to 224x224, ns/op. `bench_torchvision.py BUILD_DIR [threads]`."""
+tensor) to 224x224, ns/op. `resize_bench_torchvision.py BUILD_DIR [threads]`."""
 import sys
 import timeit
 

@@ -3,7 +3,7 @@
 # Debian 12 (bookworm) packages. The packages are only downloaded (apt-get download) and unpacked
 # (dpkg-deb), never installed.
 #
-#   usage: samples/prepare_sample_data.sh OUT_DIR
+#   usage: pipeline/tools/prepare_sample_data.sh OUT_DIR
 #
 # Output:
 #   OUT_DIR/train/<class>/*.jpg   ~500 JPEGs  (classes: animals landscapes objects people plants)

@@ -1,6 +1,6 @@
 """HabanaDataLoader throughput and epoch-start latency on the corpus eval chain (not a test).
 
-    PYTHONPATH=build/python /usr/bin/python3 tests/python/bench_loader.py \
+    PYTHONPATH=build/python /usr/bin/python3 samples/benchmark/loader_bench.py \
         [--root build/corpus/imagenet/val] [--batch 64] [--epochs 6] [--threads 0] [--torch]
 
 Prints, per epoch, how long ``iter(loader)`` itself took (epoch set-up), the time from

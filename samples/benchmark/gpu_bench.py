@@ -1,6 +1,6 @@
 """HabanaDataLoader into CUDA tensors: the gpu stage against CPU batches (not a test).
 
-    PYTHONPATH=build/python python3 tests/python/bench_gpu.py [--root DIR] [--files 3600]
+    PYTHONPATH=build/python python3 samples/benchmark/gpu_bench.py [--root DIR] [--files 3600]
         [--batch 256] [--epochs 4] [--threads 0]
 
 Builds an ImageFolder of --files entries (the photos under --root, repeated through symlinks
