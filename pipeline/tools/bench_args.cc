@@ -18,8 +18,9 @@ PIPELINE  resnet-train  decode + RandomResizedCrop 224 + random flip + normalize
           video-train   clips of --frames frames --step apart at random + RandomResizedCrop --size
                         (112) + random flip + normalize (float32 [C, T, H, W]); clips/s and frames/s
           FILE.json     a pipeline spec (pipeline/spec_json.h); DATA replaces its reader's source
-DATA      an ImageFolder root (root/<class>/<file>; videos for the video pipelines) or a file
-          list ("relative/path label" lines)
+DATA      an ImageFolder root (root/<class>/<file>; videos for the video pipelines), a file
+          list ("relative/path label" lines), or WebDataset tar shards for the image pipelines
+          ("train-{000000..000099}.tar", "::"-joined lists; --file-root is their folder)
 
 options:
   --batch-size N     samples per batch (256; video-decode 1, video-train 8)

@@ -23,7 +23,16 @@ from . import video
 from .video import VideoFolder, VideoList
 from . import wds
 from .wds import WebDataset
-from .shards import write_shards
+
+
+def __getattr__(name: str):
+    # write_shards is loaded on first use, so that `python3 -m habana_dataloader.shards` (the
+    # hdl-shards CLI) runs the module once, not after the package has imported it.
+    if name == "write_shards":
+        from .shards import write_shards
+        return write_shards
+    raise AttributeError(f"module 'habana_dataloader' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 __all__ = ["DataError", "DataNode", "HabanaDataLoader", "MediaPipe", "Pipeline", "VideoFolder", "VideoList", "WebDataset", "fn", "video",
