@@ -7,6 +7,7 @@ PYBIND11_MODULE(_C, m) {
   hdl::python::bind_errors(m);
   hdl::python::bind_tensors(m);
   hdl::python::bind_schemas(m);
+  hdl::python::bind_spec(m);
   hdl::python::bind_pipeline(m);
   hdl::python::bind_video(m);
 }
