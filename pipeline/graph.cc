@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "pipeline/errors.h"
@@ -26,12 +27,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 // " (did you mean \"x\"?)" when a candidate is close, else "".
 std::string suggest(const std::string& name, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = name.size() / 2 + 2;
-  for (const auto& c : candidates) {
-    const size_t d = edit_distance(name, c);
-    if (d < best_d) best_d = d, best = c;
-  }
+  const std::string best = closest_name(name, candidates);
   return best.empty() ? "" : " (did you mean \"" + best + "\"?)";
 }
 
@@ -65,16 +61,7 @@ void validate_args(NodeSpec& node, const OpSchema& schema) {
       resolved[a.name] = *a.default_value;
       continue;
     }
-    auto converted = it->second.convert_to(a.type);
-    if (!converted)
-      throw ArgumentTypeError(node.describe() + ": argument \"" + a.name + "\" must be " +
-                              arg_type_name(a.type) + ", got " + arg_type_name(it->second.type()) +
-                              " " + it->second.to_string());
-    if (a.validate) {
-      if (std::string err = a.validate(*converted); !err.empty())
-        throw ConfigError(node.describe() + ": argument \"" + a.name + "\" " + err);
-    }
-    resolved[a.name] = std::move(*converted);
+    resolved[a.name] = check_arg(a, it->second, node.describe() + ": argument \"" + a.name + "\"");
   }
   for (const auto& [name, ref] : node.arg_inputs) {
     const ArgSchema* a = schema.find_arg(name);
@@ -155,6 +142,26 @@ void check_stages(const std::vector<NodeSpec>& nodes) {
 }
 
 }  // namespace
+
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = name.size() / 2 + 2;
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(name, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best;
+}
+
+ArgValue check_arg(const ArgSchema& arg, const ArgValue& value, const std::string& subject) {
+  std::optional<ArgValue> converted = value.convert_to(arg.type);
+  if (!converted)
+    throw ArgumentTypeError(subject + " must be " + arg_type_name(arg.type) + ", got " +
+                            arg_type_name(value.type()) + " " + value.to_string());
+  if (arg.validate)
+    if (std::string err = arg.validate(*converted); !err.empty()) throw ConfigError(subject + " " + err);
+  return std::move(*converted);
+}
 
 const SourceOperator& Graph::source_op() const {
   return static_cast<const SourceOperator&>(*nodes_[source_].op);

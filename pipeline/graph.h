@@ -6,7 +6,12 @@
 //   dangling or missing inputs, unused nodes, cycles, stage order (cpu -> mixed -> gpu),
 //   one reader per pipeline, and what operators say about their inputs (infer_outputs).
 //
-// Thread safety: immutable after build; shared by all worker threads.
+// check_arg and closest_name are the checks Graph::build runs on each argument, public so that
+// the Python bindings check an fn.* call with the same code (and the same messages) at the line
+// that made it, before any graph exists.
+//
+// Thread safety: immutable after build; shared by all worker threads. The free functions are
+// pure.
 #pragma once
 
 #include <memory>
@@ -20,6 +25,18 @@
 
 HDL_API_BEGIN
 namespace hdl {
+
+/// The closest of `candidates` to `name` (Levenshtein, fewer than name.size() / 2 + 2 edits),
+/// or "" when none is that close: the "did you mean" of every unknown-name message.
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
+
+/// One constant argument checked as Graph::build checks it: `value` converted to `arg.type`
+/// (int -> float, list[int] -> list[float]), then `arg.validate` run on it. `subject` starts
+/// any message: `resize "r": argument "size"` in a graph, `resize() argument 'size'` from a
+/// Python call. Returns the converted value; throws ArgumentTypeError for a wrong type
+/// (`... must be list[int], got str "big"`), ConfigError for a refused value (`... must be
+/// one of "bilinear", ...`).
+ArgValue check_arg(const ArgSchema& arg, const ArgValue& value, const std::string& subject);
 
 /// A node of a built graph. Values (node outputs) are numbered densely across the graph.
 struct GraphNode {

@@ -9,7 +9,7 @@ namespace hdl {
 ErrorPolicy parse_error_policy(const std::string& name) {
   if (name == "raise") return ErrorPolicy::kRaise;
   if (name == "skip") return ErrorPolicy::kSkip;
-  throw ConfigError("error policy must be \"raise\" or \"skip\", got \"" + name + "\"");
+  throw ConfigError("on_error must be \"raise\" or \"skip\", got \"" + name + "\"");
 }
 
 std::string PipelineState::to_string() const {

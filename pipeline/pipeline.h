@@ -44,7 +44,7 @@ enum class ErrorPolicy {
   kRaise,  ///< next() throws DataError naming operator, sample and file; iteration may go on
   kSkip,   ///< the sample is replaced by the next readable one in epoch order and counted
 };
-/// Parses "raise" / "skip". Throws ConfigError.
+/// Parses "raise" / "skip" (on_error; the one check: Python's edges call it). Throws ConfigError.
 ErrorPolicy parse_error_policy(const std::string& name);
 
 struct PipelineOptions {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "pipeline/errors.h"
@@ -169,10 +170,8 @@ ArgValue arg_from_json(const Json& j, const std::string& path) {
   return ArgValue(std::move(out));
 }
 
-Stage stage_from_name(const std::string& s, const std::string& path) {
-  if (s == "cpu") return Stage::kCpu;
-  if (s == "mixed") return Stage::kMixed;
-  if (s == "gpu" || s == "device") return Stage::kDevice;
+Stage stage_at(const std::string& s, const std::string& path) {
+  if (std::optional<Stage> stage = stage_from_name(s)) return *stage;
   fail(path, "stage must be \"cpu\", \"mixed\" or \"gpu\", got " + quoted(s));
 }
 
@@ -197,6 +196,13 @@ TensorRef ref_from_json(const Json& j, const std::string& path, const std::map<s
 }
 
 }  // namespace
+
+std::optional<Stage> stage_from_name(const std::string& name) {
+  if (name == "cpu") return Stage::kCpu;
+  if (name == "mixed") return Stage::kMixed;
+  if (name == "gpu" || name == "device") return Stage::kDevice;
+  return std::nullopt;
+}
 
 std::string to_json(const PipelineSpec& spec, int indent) {
   Json doc;
@@ -271,7 +277,7 @@ PipelineSpec spec_from_json(const std::string& text) {
     const auto& op = member(j, path, "op", Json::value_t::string, "an operator name").get_ref<const std::string&>();
     Stage stage = Stage::kCpu;
     if (auto s = optional_member(j, path, "stage", &Json::is_string, "a string"))
-      stage = stage_from_name(s->get<std::string>(), path + ".stage");
+      stage = stage_at(s->get<std::string>(), path + ".stage");
     std::vector<TensorRef> inputs;
     if (auto in = optional_member(j, path, "inputs", &Json::is_array, "a list"))
       for (size_t k = 0; k < in->size(); ++k)

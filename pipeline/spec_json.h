@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "media/api.h"
@@ -33,6 +34,11 @@ namespace hdl {
 /// 5 levels deep; deep nesting would make nlohmann-json's recursive dump/copy overflow the stack).
 inline constexpr size_t kSpecMaxBytes = size_t(16) << 20;  // 16 MiB
 inline constexpr int kSpecMaxDepth = 64;
+
+/// The stage a node's "stage" names: "cpu", "mixed", "gpu" (or "device", the enum's word);
+/// nullopt for anything else. The one parser of stage names, for JSON specs and the Python
+/// bindings' spec dicts alike (stage_name in pipeline/schema.h writes them).
+std::optional<Stage> stage_from_name(const std::string& name);
 
 /// The spec as a JSON document (pretty-printed with `indent` spaces; -1: one line).
 /// Node names must be unique and non-empty (PipelineSpec::add guarantees it). Throws

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import _C
+from . import _C, _ops
 from ._graph import DataNode, current_pipeline
 
 __all__ = ["ReadVideoDatasetFromDir", "VideoDecoder"]
@@ -121,7 +121,6 @@ class ReadVideoDatasetFromDir:
         self._name = name
 
     def __call__(self) -> Tuple[DataNode, DataNode, DataNode]:
-        from . import fn
         pipe = current_pipeline()
         if self._seed is not None and (pipe is None or int(pipe.seed) != int(self._seed)):
             have = "no enclosing pipeline" if pipe is None else f"the pipeline's seed is {pipe.seed}"
@@ -132,7 +131,7 @@ class ReadVideoDatasetFromDir:
             args.pop("file_root", None)
             args["files"] = [p for p, _ in self._files]
             args["labels"] = [label for _, label in self._files]
-        frames, labels, indices, _ = fn.video_reader(name=self._name, **args)
+        frames, labels, indices, _ = _ops.video_reader(name=self._name, **args)
         return frames, labels, indices
 
 
@@ -193,7 +192,6 @@ class VideoDecoder:
         _C.check_args("video_reader", args)
 
     def __call__(self, input: DataNode, resample_idx: DataNode, random_crop: Any = None) -> DataNode:
-        from . import fn
         if random_crop is not None:
             raise TypeError("VideoDecoder(): a random_crop input has no mapping; use "
                             "random_crop_type=RANDOMIZED_AREA_AND_ASPECT_RATIO_CROP")
@@ -210,5 +208,5 @@ class VideoDecoder:
         node.args = dict(_C.check_args("video_reader", {**node.args, **self._args}))
         node._decoder_set = True
         if self._planar:
-            return fn.crop_mirror_normalize(input, dtype="uint8", output_layout="CHW", name=self._name)
+            return _ops.crop_mirror_normalize(input, dtype="uint8", output_layout="CHW", name=self._name)
         return input

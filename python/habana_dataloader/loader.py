@@ -44,7 +44,7 @@ from torch.utils.data._utils.pin_memory import pin_memory as _pin_memory
 from ._transforms import ImageSource, PostCollate, Unsupported, image_graph, post_collate, unwrap_dataset, views_of
 from .video import VideoPlan, find_video_folder, video_plan
 from ._graph import DataNode, collect
-from .pipeline import Pipeline
+from .pipeline import Pipeline, error_policy
 from . import _C, fn
 
 log = logging.getLogger("habana_dataloader")
@@ -80,8 +80,14 @@ def _python_tail_would_take(transform: Any, jpeg_index_mb: int) -> Optional[List
     return names or None
 
 
+class _Unmet(ValueError):
+    """An explicit choice (decoder="hardware") this machine cannot meet: raised, never a
+    reason to fall back to torch's DataLoader."""
+
+
 def _resolve_device(device: Optional[str]) -> Optional[torch.device]:
-    """None (stay on the CPU) or the device batches are moved to."""
+    """``device`` checked and converted once: None (stay on the CPU) or the device batches are
+    moved to (and the pipeline's, as this torch.device)."""
     if device is None or device in ("", "cpu"):
         return None
     if device == "auto":
@@ -137,7 +143,7 @@ def _gpu_tail(outputs: List[Any], limit: int = 1 << 30) -> List[str]:
                     and dec.args.get("dct_scaling") is False):
                 del dec.args["resize"]
                 n.inputs[0] = fn.resize(up, size=list(size), interpolation=dec.args.get("interpolation", "bilinear"),
-                                        antialias=dec.args.get("antialias", True), device="gpu")
+                                        antialias=dec.args.get("antialias", True), stage="gpu")
                 moved.append("resize")
                 break
             n = dec
@@ -187,11 +193,11 @@ def _hardware_decode(outputs: List[DataNode]) -> List[str]:
         out = dec.outputs[0]
         filt = {k: geometry[k] for k in ("interpolation", "antialias") if k in geometry}
         if rrc:
-            out = fn.random_resized_crop(out, size=size, device="gpu",
+            out = fn.random_resized_crop(out, size=size, stage="gpu",
                                          **{k: geometry[k] for k in _RRC_ARGS if k in geometry})
         elif size:
             extra = {"max_size": geometry["max_size"]} if geometry.get("max_size") else {}
-            out = fn.resize(out, size=size, device="gpu", **filt, **extra)
+            out = fn.resize(out, size=size, stage="gpu", **filt, **extra)
         replaced[dec.uid] = out
     for n in nodes:  # the new crop / resize nodes (not in `nodes`) keep reading the decoders
         n.inputs = [replaced[d.node.uid] if d.index == 0 and d.node.uid in replaced else d for d in n.inputs]
@@ -203,8 +209,9 @@ class HabanaDataLoader(DataLoader[T_co]):
     keyword-only extras:
 
     Args:
-        threads: worker threads of the native pipeline (default: num_workers if > 0, else
-            one per CPU).
+        num_threads: worker threads of the native pipeline (default: num_workers if > 0, else
+            one per CPU); ``Pipeline``'s and the C++ ``PipelineOptions``' name. ``threads=``
+            is the older spelling, still accepted.
         device: "cuda[:N]": batches are CUDA tensors there. The native pipeline decodes and crops on
             CPU threads, uploads uint8 pixels from pinned memory and runs the last operators
             (flip, normalise, layout: ``gpu_ops``) as CUDA kernels on its own stream, ordered
@@ -228,7 +235,10 @@ class HabanaDataLoader(DataLoader[T_co]):
             (docs/CUDA.md); "hardware" decodes JPEGs on the GPU's hardware engines (A100,
             H100, H200: the mixed stage, CPU threads sharing the load; pixels are nvJPEG's,
             within a level or two of libjpeg-turbo's; the RandomResizedCrop or Resize then
-            runs as a CUDA kernel) and clips on NVDEC, and requires them.
+            runs as a CUDA kernel) and clips on NVDEC, and requires them: where there are none
+            (no CUDA device, device="auto" on a machine without a GPU, no engines) it raises
+            ValueError naming the argument, as device="cuda" does without CUDA, rather than
+            falling back to torch's DataLoader.
         python_tail: transforms that have no native mapping (a recipe's own class, one
             torchvision transform the pipeline lacks) do not send the loader back to torch:
             decode and the mappable transforms run natively, those run in Python inside the
@@ -240,7 +250,7 @@ class HabanaDataLoader(DataLoader[T_co]):
 
     torch's arguments on the native path: ``timeout`` is a deadline per batch (RuntimeError
     "DataLoader timed out after N seconds", as torch's); ``num_workers`` sets the thread count
-    when ``threads`` is not given; ``worker_init_fn`` and ``multiprocessing_context`` have no
+    when ``num_threads`` is not given; ``worker_init_fn`` and ``multiprocessing_context`` have no
     worker process to apply to: no Python code runs per sample, and the augmentations draw
     from the pipeline's seed (torch's base seed). The loader says so (``native_notes``,
     warned once per process) instead of ignoring them silently.
@@ -251,17 +261,35 @@ class HabanaDataLoader(DataLoader[T_co]):
                  pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor: Optional[int] = None, persistent_workers: bool = False,
-                 pin_memory_device: str = "", threads: Optional[int] = None,
+                 pin_memory_device: str = "", num_threads: Optional[int] = None,
                  device: Optional[str] = None, seed: Optional[int] = None,
                  on_error: str = "raise", strict: bool = False, jpeg_index_mb: int = 512,
-                 python_tail: bool = False, decoder: str = "auto", **torch_kwargs: Any):
+                 python_tail: bool = False, decoder: str = "auto", threads: Optional[int] = None,
+                 **torch_kwargs: Any):
         unknown = sorted(set(torch_kwargs) - _TORCH_PARAMS)
         if unknown:
             raise TypeError(f"HabanaDataLoader.__init__() got an unexpected keyword argument {unknown[0]!r}")
-        if on_error not in ("raise", "skip"):
-            raise ValueError(f"HabanaDataLoader() argument 'on_error' must be 'raise' or 'skip', got {on_error!r}")
+        # Each of the loader's own options is checked and converted here, once, and handed down
+        # in that form under the same name (num_threads, on_error, device).
+        if threads is not None:  # the older spelling of num_threads
+            if num_threads is not None:
+                raise TypeError("HabanaDataLoader() takes num_threads= or threads= (its older spelling), not both")
+            num_threads = threads
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                        or num_threads < 0):
+            raise ValueError(f"HabanaDataLoader() argument 'num_threads' must be an int >= 0, got {num_threads!r}")
+        policy = error_policy(on_error, "HabanaDataLoader")
         if decoder not in ("auto", "hardware", "cpu"):
             raise ValueError(f"HabanaDataLoader() argument 'decoder' must be 'auto', 'hardware' or 'cpu', got {decoder!r}")
+        resolved_device = _resolve_device(device)
+        if decoder == "hardware":  # an explicit opt-in: what it needs must be here
+            if resolved_device is None or resolved_device.type != "cuda":
+                found = " found no CUDA device" if device == "auto" else f"={device!r}"
+                raise ValueError(f"HabanaDataLoader(decoder='hardware') decodes on the GPU's hardware engines and "
+                                 f"needs device='cuda' (or 'auto' on a machine with a GPU); device{found}")
+            cuda = _C.cuda_status()
+            if not cuda["available"]:
+                raise ValueError(f"HabanaDataLoader(decoder='hardware'): the gpu stage cannot run ({cuda['reason']})")
         if isinstance(jpeg_index_mb, bool) or not isinstance(jpeg_index_mb, int) or jpeg_index_mb < 0:
             raise ValueError(f"HabanaDataLoader() argument 'jpeg_index_mb' must be an int >= 0, got {jpeg_index_mb!r}")
         args = dict(dataset=dataset, batch_size=batch_size, shuffle=shuffle, sampler=sampler,
@@ -283,9 +311,9 @@ class HabanaDataLoader(DataLoader[T_co]):
         self.python_tail = bool(python_tail)
         self.decoder = decoder
         self._hw_decode = False  # JPEGs on the GPU's hardware engines (the mixed stage)
-        self.threads = threads if threads is not None else (num_workers if num_workers > 0 else 0)
+        self.num_threads = num_threads if num_threads is not None else (num_workers if num_workers > 0 else 0)
         self.device, self.seed, self.on_error, self.strict = device, seed, on_error, strict
-        self._device = _resolve_device(device)
+        self._error_policy, self._device = policy, resolved_device
         # As torch's iterator: pin only with CUDA unless a pin_memory_device is named.
         self._pin_device = pin_memory_device or None
         self._pin = bool(pin_memory) and (torch.cuda.is_available() or self._pin_device is not None)
@@ -309,6 +337,8 @@ class HabanaDataLoader(DataLoader[T_co]):
         self._gpu_limit: Optional[int] = None  # operators per chain on the gpu stage (None: all)
         try:
             self._plan(args)
+        except _Unmet:
+            raise
         except Unsupported as e:
             self.fallback_reason = str(e)
         except (ValueError, TypeError, RuntimeError) as e:  # the native graph did not build
@@ -342,6 +372,11 @@ class HabanaDataLoader(DataLoader[T_co]):
         for note in self.native_notes:
             if not note.startswith("pin_memory"):  # torch says nothing there either
                 _say_once(f"HabanaDataLoader: {note}", UserWarning)
+
+    @property
+    def threads(self) -> int:
+        """``num_threads`` under its older name."""
+        return self.num_threads
 
     # ---- what runs natively -----------------------------------------------------------------
     def _plan(self, a: Dict[str, Any]) -> None:
@@ -440,9 +475,9 @@ class HabanaDataLoader(DataLoader[T_co]):
                 hw = status(self._device.index or 0)
                 self._hw_decode = bool(hw["available"])
                 if not self._hw_decode:
-                    raise ValueError(f"HabanaDataLoader(decoder='hardware'): {hw['reason']}")
-        if self.decoder == "hardware" and not self._hw_decode:
-            raise ValueError("HabanaDataLoader(decoder='hardware') needs device='cuda' with the gpu stage")
+                    raise _Unmet(f"HabanaDataLoader(decoder='hardware'): {hw['reason']}")
+        if self.decoder == "hardware" and not self._hw_decode:  # checked in __init__: a safety net
+            raise _Unmet("HabanaDataLoader(decoder='hardware') needs device='cuda' with the gpu stage")
         while True:
             try:
                 pipe = self._pipeline(self._pipe_seed if self._pipe_seed is not None else 0)
@@ -493,16 +528,16 @@ class HabanaDataLoader(DataLoader[T_co]):
 
     def _new_pipeline(self, seed: int) -> Pipeline:
         gpu = self._gpu_tail
-        pipe = Pipeline(batch_size=self._batch_size, num_threads=self.threads,
-                        prefetch_depth=self._prefetch, seed=seed, on_error=self.on_error,
-                        device=str(self._device) if gpu else "cpu")
+        pipe = Pipeline(batch_size=self._batch_size, num_threads=self.num_threads,
+                        prefetch_depth=self._prefetch, seed=seed, on_error=self._error_policy,
+                        device=self._device if gpu else "cpu")
         with pipe:
             if self._video is not None:
-                reader_device = "mixed" if gpu and self._hw_decode else "cpu"
+                reader_stage = "mixed" if gpu and self._hw_decode else "cpu"
                 frames, labels, _, _ = fn.video_reader(files=self._sample_list, shuffle=False,
-                                                       last_batch=self._last_batch, device=reader_device,
+                                                       last_batch=self._last_batch, stage=reader_stage,
                                                        **self._video.reader_args)
-                out = self._video.after(frames, device="gpu" if gpu else "cpu")
+                out = self._video.after(frames, stage="gpu" if gpu else "cpu")
                 pipe.set_outputs(out, labels)
                 self.gpu_ops = [n.op for n in collect([out]) if n.stage == "gpu"] if gpu else []
                 pipe.build()

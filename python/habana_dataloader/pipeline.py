@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 import atexit
-import json
 import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import _C
 from ._graph import DataNode, _Node, collect, pop_pipeline, push_pipeline, resolve_function, to_spec
+from ._ops import schemas as _schemas
 
 _live: "weakref.WeakSet[Pipeline]" = weakref.WeakSet()
 
@@ -40,6 +40,34 @@ def _to_torch(x: Any, numpy: bool) -> Any:
     return torch.utils.dlpack.from_dlpack(x)
 
 
+def error_policy(on_error: Any, who: str) -> "_C.ErrorPolicy":
+    """``on_error`` ("raise" / "skip") checked and converted once, at the edge that took it
+    (``who``: "Pipeline", "HabanaDataLoader"), by the C++ parser; an ErrorPolicy passes."""
+    if isinstance(on_error, _C.ErrorPolicy):
+        return on_error
+    if not isinstance(on_error, str):
+        raise TypeError(f"{who}() argument 'on_error' must be str, got {type(on_error).__name__}")
+    try:
+        return _C.error_policy(on_error)
+    except ValueError as e:
+        raise ValueError(f"{who}(): {e}") from None
+
+
+def _device(device: Any) -> Tuple[str, Optional[int]]:
+    """``Pipeline(device=)`` checked and converted once: ("cpu", None), or the device outputs
+    are moved to as torch spells it and the CUDA device id of the gpu stage."""
+    if device is None or device == "cpu":
+        return "cpu", None
+    import torch
+    try:
+        d = device if isinstance(device, torch.device) else torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"Pipeline() argument 'device' must be 'cpu' or 'cuda[:N]': {e}") from None
+    if d.type == "cpu":
+        return "cpu", None
+    return str(d), (d.index or 0) if d.type == "cuda" else 0
+
+
 def _is_batch_fn(n: _Node) -> bool:
     return n.op == "python_function" and bool(n.args.get("batch_processing", False))
 
@@ -58,7 +86,8 @@ class Pipeline:
             "skip" (it is replaced by the next readable sample and counted).
         max_failures: with "skip", failed samples tolerated in all before DataError.
         output: "torch" (zero-copy via DLPack) or "numpy" (zero-copy arrays).
-        device: "cpu", or "cuda[:N]": nodes with ``device="gpu"`` run there (the gpu stage:
+        device: "cpu", or "cuda[:N]" (a string or a torch.device): nodes with ``stage="gpu"``
+            (``device="gpu"`` in DALI's spelling) run there (the gpu stage:
             one CUDA stream, kernels per batch), and every output is a CUDA tensor on it, ordered
             on torch's current stream without blocking the host. A graph without gpu nodes
             moves its outputs there after each batch.
@@ -74,18 +103,19 @@ class Pipeline:
                 raise TypeError(f"Pipeline() argument '{name}' must be int, got {type(v).__name__}")
             if v < lo:
                 raise ValueError(f"Pipeline() argument '{name}' must be >= {lo}, got {v}")
-        if on_error not in ("raise", "skip"):
-            raise ValueError(f"Pipeline() argument 'on_error' must be 'raise' or 'skip', got {on_error!r}")
+        self._error_policy = error_policy(on_error, "Pipeline")
         if output not in ("torch", "numpy"):
             raise ValueError(f"Pipeline() argument 'output' must be 'torch' or 'numpy', got {output!r}")
         self.batch_size, self.num_threads, self.prefetch_depth = batch_size, num_threads, prefetch_depth
-        self.seed, self.on_error, self.max_failures = seed, on_error, max_failures
-        self.output, self.device, self.max_cached_bytes = output, device, max_cached_bytes
+        self.seed, self.max_failures = seed, max_failures
+        self.on_error = "skip" if self._error_policy == _C.ErrorPolicy.SKIP else "raise"
+        self.device, self._device_id = _device(device)  # outputs go to device; the gpu stage runs on the id
+        self.output, self.max_cached_bytes = output, max_cached_bytes
         self._outputs: Optional[List[DataNode]] = None
         self._native: Optional[_C.Pipeline] = None
         self._batch_fns: List[_Node] = []
         self._plan: List[Tuple[str, Any]] = []
-        self._gpu_stage, self._device_id = False, 0
+        self._gpu_stage = False
         self.last_info: Dict[str, Any] = {}  #: epoch, batch_index, dataset_indices, ... of the last batch
 
     # ---- graph --------------------------------------------------------------------------
@@ -125,7 +155,7 @@ class Pipeline:
         if samples:
             raise ValueError(f"reader \"{next(iter(samples))}\": its samples were given in memory (files=); "
                              "a JSON spec cannot hold them: write them as a file_list")
-        return _C.canonical_json(json.dumps(spec), indent)
+        return _C.spec_to_json(spec, indent)
 
     @classmethod
     def from_json(cls, text: str, functions: Optional[Dict[str, Callable]] = None,
@@ -133,7 +163,7 @@ class Pipeline:
         """A pipeline from ``to_json`` text; ``options`` are the constructor's arguments.
         ``functions`` maps python_function names to callables (default: import them).
         Malformed text raises ValueError naming the JSON path."""
-        doc = json.loads(_C.canonical_json(text))
+        doc = _C.spec_from_json(text)
         functions = dict(functions or {})
         by_name: Dict[str, _Node] = {}
         for n in doc["nodes"]:
@@ -142,10 +172,9 @@ class Pipeline:
                 key = n["args"].get("function", "")
                 fn_obj = functions[key] if key in functions else resolve_function(key)
             n_out = n["args"].get("num_outputs", 1) if n["op"] == "python_function" else None
-            from .fn import schemas
-            if n["op"] not in schemas:
+            if n["op"] not in _schemas:
                 raise ValueError(f"{n['op']} \"{n['name']}\": unknown operator")
-            outs = ([f"output{k}" for k in range(n_out)] if n_out else [o[0] for o in schemas[n["op"]]["outputs"]])
+            outs = ([f"output{k}" for k in range(n_out)] if n_out else [o[0] for o in _schemas[n["op"]]["outputs"]])
             by_name[n["name"]] = _Node(n["op"], [], n["args"], {}, n["name"], n["stage"], outs, fn_obj)
         for n in doc["nodes"]:
             node = by_name[n["name"]]
@@ -192,18 +221,13 @@ class Pipeline:
         for n in batch_fns:
             n.native_inputs = [native_index(d) for d in n.inputs]
         spec, functions, samples = to_spec(native_outputs)
-        text = _C.canonical_json(json.dumps(spec))
         options = {"batch_size": self.batch_size, "num_threads": self.num_threads,
                    "prefetch_depth": self.prefetch_depth, "seed": self.seed,
-                   "on_error": self.on_error, "max_failures": self.max_failures,
+                   "on_error": self._error_policy, "max_failures": self.max_failures,
                    "max_cached_bytes": self.max_cached_bytes}
         self._gpu_stage = any(n.stage in ("gpu", "mixed") for n in nodes)  # a device stage
-        self._device_id = 0
-        if self.device.startswith("cuda"):
-            import torch
-            self._device_id = torch.device(self.device).index or 0
-        options["device_id"] = self._device_id
-        self._native = _C.Pipeline(text, options, functions, samples)
+        options["device_id"] = self._device_id or 0
+        self._native = _C.Pipeline(spec, options, functions, samples)  # the one conversion to hdl::PipelineSpec
         self._batch_fns, self._plan = batch_fns, plan
         _live.add(self)
         return self
@@ -222,7 +246,7 @@ class Pipeline:
         if self._gpu_stage and self.output == "torch":
             import torch
             if torch.cuda.is_available():
-                stream = torch.cuda.current_stream(self._device_id).cuda_stream
+                stream = torch.cuda.current_stream(self._device_id or 0).cuda_stream
         got = native.next(self.output == "numpy", stream)
         if got is None:
             raise StopIteration

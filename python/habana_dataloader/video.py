@@ -639,7 +639,7 @@ class ClipTrainTransform:
 
 class VideoPlan:
     """How HabanaDataLoader runs a VideoFolder: video_reader's arguments and the operators
-    after it (``after(frames, device) -> DataNode``; device "gpu" puts them on the gpu stage)."""
+    after it (``after(frames, stage) -> DataNode``; stage "gpu" puts them on the gpu stage)."""
 
     def __init__(self, reader_args: Dict[str, Any], after: Callable[[Any], Any]):
         self.reader_args, self.after = reader_args, after
@@ -673,7 +673,7 @@ def video_plan(folder: VideoList) -> VideoPlan:
     if folder.metadata_cache is not None:  # written at the folder's construction: the reader probes nothing
         args["metadata_cache"] = folder.metadata_cache
     t = folder.transform
-    after: Callable[..., Any] = lambda frames, device="cpu": frames
+    after: Callable[..., Any] = lambda frames, stage="cpu": frames
     if t is None:
         pass
     elif isinstance(t, ClipEvalTransform) and _same_behaviour(t, ClipEvalTransform, ("__call__",)):
@@ -682,9 +682,9 @@ def video_plan(folder: VideoList) -> VideoPlan:
         if t.crop_size is not None:
             args["center_crop"] = list(t.crop_size)
 
-        def after(frames, device="cpu", t=t):
+        def after(frames, stage="cpu", t=t):
             return fn.crop_mirror_normalize(frames, mean=t.mean or [], std=t.std or [], scale=255.0,
-                                            dtype="float32", output_layout=_LAYOUTS[t.layout], device=device)
+                                            dtype="float32", output_layout=_LAYOUTS[t.layout], stage=stage)
     elif isinstance(t, ClipTrainTransform) and _same_behaviour(t, ClipTrainTransform, ("__call__", "_rrc_window")):
         geometry = {"interpolation": t.interpolation, "antialias": t.antialias}
         if t.scale is not None:
@@ -693,7 +693,7 @@ def video_plan(folder: VideoList) -> VideoPlan:
         else:
             args.update(resize=list(t.resize), **geometry)
 
-        def after(frames, device="cpu", t=t):
+        def after(frames, stage="cpu", t=t):
             extra: Dict[str, Any] = {}
             if t.scale is None:
                 extra.update(crop=list(t.crop_size), crop_pos_x=fn.random_uniform(range=[0.0, 1.0]),
@@ -701,7 +701,7 @@ def video_plan(folder: VideoList) -> VideoPlan:
             if t.hflip_prob > 0:
                 extra["mirror"] = fn.coin_flip(probability=t.hflip_prob)
             return fn.crop_mirror_normalize(frames, mean=t.mean or [], std=t.std or [], scale=255.0,
-                                            dtype="float32", output_layout=_LAYOUTS[t.layout], device=device,
+                                            dtype="float32", output_layout=_LAYOUTS[t.layout], stage=stage,
                                             **extra)
     else:
         reasons.append(f"the {type(folder).__name__}'s transform is a {type(t).__name__}: natively only None, "

@@ -42,6 +42,12 @@ py::object batch_to_python(const Batch& b, bool numpy, std::optional<uintptr_t> 
 ArgValue to_arg(py::handle value, const std::string& arg);
 py::object from_arg(const ArgValue& v);
 
+/// A spec dict (habana_dataloader._graph.to_spec: the JSON document's shape, Python values)
+/// as a PipelineSpec, and back; one conversion each way, no JSON text. Throws ConfigError for
+/// an edge to a node that does not exist or an unknown stage name.
+PipelineSpec spec_from_py(const py::dict& spec);
+py::dict spec_to_py(const PipelineSpec& spec);
+
 /// The python_function schema as documented (one input, one output); for fn.* and docs.
 OpSchema python_function_schema();
 /// Makes the python_function nodes of `spec` runnable: renames each to an arity-specific
@@ -55,6 +61,7 @@ void bind_tensors(py::module_& m);
 void bind_devices(py::module_& m);
 void bind_hardware_decode_bench(py::module_& m);
 void bind_schemas(py::module_& m);
+void bind_spec(py::module_& m);
 void bind_pipeline(py::module_& m);
 void bind_video(py::module_& m);
 void bind_shards(py::module_& m);

@@ -9,6 +9,7 @@ PYBIND11_MODULE(_C, m) {
   hdl::python::bind_devices(m);
   hdl::python::bind_hardware_decode_bench(m);
   hdl::python::bind_schemas(m);
+  hdl::python::bind_spec(m);
   hdl::python::bind_pipeline(m);
   hdl::python::bind_video(m);
   hdl::python::bind_shards(m);

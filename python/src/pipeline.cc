@@ -17,7 +17,6 @@
 #include "pipeline/errors.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/readers/dataset.h"
-#include "pipeline/spec_json.h"
 #include "python/src/bindings.h"
 
 namespace hdl::python {
@@ -92,7 +91,7 @@ PySamples samples_from_file_list(const std::string& list, const std::string& roo
 
 class PyPipeline {
  public:
-  PyPipeline(const std::string& spec_json, const py::dict& opts, const py::dict& functions,
+  PyPipeline(const py::dict& spec_dict, const py::dict& opts, const py::dict& functions,
              const py::dict& samples) {
     static const char* const kKnown[] = {"batch_size", "num_threads", "prefetch_depth", "seed", "on_error",
                                          "max_failures", "max_cached_bytes", "device_id"};
@@ -101,7 +100,7 @@ class PyPipeline {
       if (std::find(std::begin(kKnown), std::end(kKnown), k) == std::end(kKnown))
         throw py::value_error("Pipeline options: unknown key \"" + k + "\"");
     }
-    PipelineSpec spec = spec_from_json(spec_json);
+    PipelineSpec spec = spec_from_py(spec_dict);
     for (const auto& [key, value] : samples) {
       const std::string name = py::str(key);
       auto it = std::find_if(spec.nodes().begin(), spec.nodes().end(), [&](const NodeSpec& n) { return n.name == name; });
@@ -114,7 +113,7 @@ class PyPipeline {
     o.num_threads = option<int>(opts, "num_threads", o.num_threads);
     o.prefetch_depth = option<int>(opts, "prefetch_depth", o.prefetch_depth);
     o.seed = option<uint64_t>(opts, "seed", o.seed);
-    o.on_error = parse_error_policy(option<std::string>(opts, "on_error", "raise"));
+    o.on_error = option<ErrorPolicy>(opts, "on_error", o.on_error);  // parsed at the Python edge
     o.max_failures = option<int64_t>(opts, "max_failures", o.max_failures);
     o.max_cached_bytes = option<size_t>(opts, "max_cached_bytes", o.max_cached_bytes);
     o.device_id = option<int>(opts, "device_id", o.device_id);
@@ -299,8 +298,13 @@ void bind_pipeline(py::module_& m) {
         if (i < 0 || i >= s.dataset->size()) throw py::index_error("sample " + std::to_string(i) + " out of range");
         return s.dataset->label(i);
       }, py::arg("i"));
-  py::class_<PyPipeline>(m, "Pipeline", "hdl::Pipeline built from a JSON spec (see habana_dataloader.Pipeline).")
-      .def(py::init<const std::string&, const py::dict&, const py::dict&, const py::dict&>(), py::arg("spec_json"),
+  py::enum_<ErrorPolicy>(m, "ErrorPolicy", "hdl::ErrorPolicy: what a failed sample does (on_error).")
+      .value("RAISE", ErrorPolicy::kRaise)
+      .value("SKIP", ErrorPolicy::kSkip);
+  m.def("error_policy", &parse_error_policy, py::arg("on_error"),
+        "\"raise\" / \"skip\" as an ErrorPolicy (hdl::parse_error_policy); ValueError otherwise.");
+  py::class_<PyPipeline>(m, "Pipeline", "hdl::Pipeline built from a spec dict (see habana_dataloader.Pipeline).")
+      .def(py::init<const py::dict&, const py::dict&, const py::dict&, const py::dict&>(), py::arg("spec"),
            py::arg("options"), py::arg("functions") = py::dict(), py::arg("samples") = py::dict(),
            "samples: {reader node name: Samples}, the readers whose samples are given in memory")
       .def("next", &PyPipeline::next, py::arg("numpy") = false, py::arg("stream") = py::none(),

@@ -4,24 +4,11 @@
 #include <algorithm>
 
 #include "pipeline/errors.h"
-#include "pipeline/spec_json.h"
+#include "pipeline/graph.h"
 #include "python/src/bindings.h"
 
 namespace hdl::python {
 namespace {
-
-// Levenshtein distance, for "did you mean".
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 bool is_int(py::handle h) { return !PyBool_Check(h.ptr()) && (PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())); }
 bool is_float(py::handle h) { return PyFloat_Check(h.ptr()) || (!is_int(h) && !PyBool_Check(h.ptr()) && py::hasattr(h, "__float__") && !PyUnicode_Check(h.ptr())); }
@@ -71,8 +58,9 @@ const OpSchema& find_schema(const std::string& op) {
   return *s;
 }
 
-// Checks and converts one call's arguments against `op`'s schema, as Graph::build will, so
-// that a mistake raises at the line that made it. Returns {name: python value}.
+// Checks and converts one call's arguments against `op`'s schema with Graph::build's own
+// checks (pipeline/graph.h), so that a mistake raises at the line that made it, in the words
+// the graph would use. Returns {name: python value}.
 py::dict check_args(const std::string& op, const py::dict& args, const std::vector<std::string>& skip) {
   const OpSchema& schema = find_schema(op);
   py::dict out;
@@ -81,28 +69,20 @@ py::dict check_args(const std::string& op, const py::dict& args, const std::vect
     if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
     const ArgSchema* a = schema.find_arg(name);
     if (!a) {
-      std::string best;
-      size_t best_d = 4;
-      for (const auto& cand : schema.args)
-        if (size_t dist = edit_distance(name, cand.name); dist < best_d) best_d = dist, best = cand.name;
+      std::vector<std::string> accepted;
+      for (const auto& cand : schema.args) accepted.push_back(cand.name);
+      const std::string best = closest_name(name, accepted);
       throw py::type_error(op + "() got an unexpected keyword argument '" + name + "'" +
                            (best.empty() ? "" : " (did you mean '" + best + "'?)"));
     }
     ArgValue value = to_arg(v, name);
-    // A scalar where the schema wants a list: size=224 means [224].
+    // Python call sugar, not a graph rule: a scalar where the schema wants a list (size=224 is [224]).
     if (a->type == ArgType::kInts && value.type() == ArgType::kInt) value = ArgValue(std::vector<int64_t>{value.get<int64_t>()});
     if (a->type == ArgType::kFloats && (value.type() == ArgType::kFloat || value.type() == ArgType::kInt))
       value = ArgValue(std::vector<double>{value.type() == ArgType::kInt ? double(value.get<int64_t>()) : value.get<double>()});
     if (a->type == ArgType::kStrings && value.type() == ArgType::kString)
       value = ArgValue(std::vector<std::string>{value.get<std::string>()});
-    auto converted = value.convert_to(a->type);
-    if (!converted)
-      throw py::type_error(op + "() argument '" + name + "' must be " + arg_type_name(a->type) + ", got " +
-                           arg_type_name(value.type()) + " " + value.to_string());
-    if (a->validate)
-      if (std::string e = a->validate(*converted); !e.empty())
-        throw py::value_error(op + "() argument '" + name + "' " + e);
-    out[py::str(name)] = from_arg(*converted);
+    out[py::str(name)] = from_arg(check_arg(*a, value, op + "() argument '" + name + "'"));
   }
   return out;
 }
@@ -181,8 +161,6 @@ void bind_schemas(py::module_& m) {
   }, "Every operator's schema as a dict (name, doc, reference, inputs, outputs, args, ...).");
   m.def("check_args", &check_args, py::arg("op"), py::arg("args"), py::arg("skip") = std::vector<std::string>{},
         "Validates and converts keyword arguments of `op`; TypeError/ValueError name the argument.");
-  m.def("canonical_json", [](const std::string& text, int indent) { return to_json(spec_from_json(text), indent); },
-        py::arg("text"), py::arg("indent") = 2, "Parses a spec document and writes it back (ValueError names the JSON path).");
 }
 
 }  // namespace hdl::python

@@ -94,6 +94,25 @@ TEST_F(GraphTest, OutOfRangeAndBadChoice) {
   }
 }
 
+// The checks Graph::build runs per argument, as the Python bindings call them for fn.* (one
+// implementation, the caller's own subject in front of the message).
+TEST(GraphArgCheck, CheckArgAndClosestNameAreGraphBuildsChecks) {
+  EXPECT_EQ(closest_name("shufle", {"file_root", "shuffle", "seed"}), "shuffle");
+  EXPECT_EQ(closest_name("zzzzzz", {"file_root", "shuffle"}), "");
+  const OpSchema* reader = OpRegistry::builtin().find("file_reader");
+  ASSERT_NE(reader, nullptr);
+  const ArgSchema* last_batch = reader->find_arg("last_batch");
+  ASSERT_NE(last_batch, nullptr);
+  EXPECT_EQ(check_arg(*last_batch, ArgValue("drop"), "x").get<std::string>(), "drop");
+  expect_error<ArgumentTypeError>([&] { check_arg(*last_batch, ArgValue(3), "file_reader() argument 'last_batch'"); },
+                                  {"file_reader() argument 'last_batch' must be str, got int 3"});
+  expect_error<ConfigError>([&] { check_arg(*last_batch, ArgValue("wrap"), "S"); },
+                            {"S must be one of \"drop\""});
+  const OpSchema* coin = OpRegistry::builtin().find("coin_flip");
+  ASSERT_NE(coin, nullptr);
+  EXPECT_EQ(check_arg(*coin->find_arg("probability"), ArgValue(1), "p").type(), ArgType::kFloat);  // int -> float
+}
+
 TEST_F(GraphTest, IntegerIsAcceptedForFloat) {
   PipelineSpec spec;
   auto files = spec.add("file_reader", {}, {{"file_root", root()}});

@@ -315,12 +315,12 @@ def test_loader_decoder_argument(train_root):
         HabanaDataLoader(ds, batch_size=4, decoder="gpu")
     if HAVE_GPU and _C.hardware_jpeg_status(0)["available"]:
         pytest.skip("hardware engines present: see test_mixed_decoder_*")
-    # decoder="hardware" without engines: torch's DataLoader with the reason, as any blocker
-    # (strict=True raises it).
+    # decoder="hardware" without engines: an explicit choice that cannot be met raises, naming
+    # the argument (as device="cuda" without CUDA does), never torch's DataLoader (issue 26).
     device = "cuda" if HAVE_GPU else None
-    with pytest.warns(RuntimeWarning, match="decoder='hardware'"):
-        loader = HabanaDataLoader(ds, batch_size=4, decoder="hardware", device=device)
-    assert not loader.native and "decoder='hardware'" in loader.fallback_reason
+    for dev in (device, "auto"):
+        with pytest.raises(ValueError, match="decoder='hardware'"):
+            HabanaDataLoader(ds, batch_size=4, decoder="hardware", device=dev)
     with pytest.raises(ValueError, match="decoder='hardware'"):
         HabanaDataLoader(ds, batch_size=4, decoder="hardware", device=device, strict=True)
     loader = HabanaDataLoader(ds, batch_size=4, threads=2)  # auto: the CPU here, nothing said

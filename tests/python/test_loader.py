@@ -175,6 +175,24 @@ def test_fallback_is_torch(val_root):
         HabanaDataLoader(data, batch_size=4, prefetch_factor=4)
 
 
+def test_options_are_checked_at_the_edge(val_root):
+    data = TensorDataset(torch.arange(50).float().view(25, 2), torch.arange(25))
+    # Checked before anything else, whatever the path (a TensorDataset runs torch's).
+    with pytest.raises(ValueError, match='HabanaDataLoader\\(\\): on_error must be "raise" or "skip"'):
+        HabanaDataLoader(data, on_error="ignore")
+    with pytest.raises(TypeError, match="num_threads= or threads="):
+        HabanaDataLoader(data, num_threads=2, threads=2)
+    with pytest.raises(ValueError, match="'num_threads' must be an int >= 0"):
+        HabanaDataLoader(data, num_threads=-1)
+    ds = torchvision.datasets.ImageFolder(str(val_root), SMALL)
+    old = HabanaDataLoader(ds, batch_size=8, threads=2, on_error="skip", strict=True)  # the older spelling
+    new = HabanaDataLoader(ds, batch_size=8, num_threads=2, on_error="skip", strict=True)
+    assert old.num_threads == new.num_threads == old.threads == 2
+    pipe = new._new_pipeline(0)
+    assert pipe.num_threads == 2 and pipe.on_error == "skip"
+    pipe.close()
+
+
 def test_samples_reach_the_pipeline_in_memory(val_root, tmp_path, monkeypatch):
     # No file list on disk: a read-only or full temp folder changes nothing, and paths with a
     # newline (legal on Linux) stay native.

@@ -49,6 +49,41 @@ def test_argument_errors_name_the_argument():
         Pipeline(on_error="ignore")
 
 
+def test_each_option_is_checked_once_at_the_edge_under_one_name():
+    files, _ = fn.file_reader(file_root="/nonexistent")
+    images = fn.image_decoder(files)
+    assert fn.resize(images, size=[2]).node.stage == "cpu"
+    assert fn.resize(images, size=[2], stage="gpu").node.stage == "gpu"
+    assert fn.resize(images, size=[2], device="cuda").node.stage == "gpu"  # DALI's spelling, converted at the call
+    with pytest.raises(TypeError, match="stage= or device="):
+        fn.resize(images, size=[2], stage="gpu", device="gpu")
+    with pytest.raises(ValueError, match="argument 'stage' must be one of cpu, mixed, gpu"):
+        fn.resize(images, size=[2], stage="tpu")
+    # on_error: the C++ parser's words, at the constructor; device: parsed once, at the constructor.
+    with pytest.raises(ValueError, match='Pipeline\\(\\): on_error must be "raise" or "skip", got "ignore"'):
+        Pipeline(on_error="ignore")
+    with pytest.raises(TypeError, match="'on_error' must be str"):
+        Pipeline(on_error=None)
+    with pytest.raises(ValueError, match="argument 'device'"):
+        Pipeline(device="no-such-device")
+    p = Pipeline(on_error="skip", device="cuda:1")
+    assert p.on_error == "skip" and p.device == "cuda:1" and p._device_id == 1
+    assert Pipeline(device=torch.device("cpu")).device == "cpu"
+
+
+def test_mediapipe_names_do_not_import_fn():
+    # fn gathers _ops (the generated functions) and _mediapipe_ops (written on _ops): no loop.
+    import ast
+    import inspect
+    from habana_dataloader import _mediapipe_ops, _ops
+    for module in (_ops, _mediapipe_ops):
+        tree = ast.parse(inspect.getsource(module))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert "fn" not in imported and "_mediapipe_ops" not in imported - {module.__name__}, module.__name__
+    assert fn.ReadVideoDatasetFromDir is _mediapipe_ops.ReadVideoDatasetFromDir and fn.resize is _ops.resize
+
+
 def _tree_samples(root):
     import torchvision
     ds = torchvision.datasets.ImageFolder(str(root), loader=lambda p: p)
@@ -195,6 +230,9 @@ def test_json_round_trip_runs_identically(val_root):
         Pipeline.from_json('{"nodes": [{"name": "r", "op": "resize", "args": {"size": [1, "x"]}}], "outputs": []}')
     with pytest.raises(ValueError, match="not valid JSON"):
         Pipeline.from_json("{")
+    # The spec dict reaches C++ in one conversion, and the JSON text form reads back as that dict.
+    assert hd._C.spec_from_json(text)["nodes"] == doc["nodes"]
+    assert hd._C.spec_to_json(hd._C.spec_from_json(text)) == text
 
 
 def invert(image):
