@@ -3,7 +3,8 @@
 timm is not a dependency: nothing here imports it. A transform is recognised as timm's when its
 class (or a base it inherits its behaviour from) is one of timm's, found through
 ``sys.modules`` (a timm object exists only once timm is imported). What equals a torchvision
-transform is rewritten as one, so the torchvision mapping (_transforms.py) does the rest:
+transform is rewritten as one, so the torchvision mapping does the rest (which translator below
+serves which timm class is the ``timm`` field of its entry in _transform_table.py):
 
 - ``MaybeToTensor`` -> ``ToTensor``; ``MaybePILToTensor`` -> ``PILToTensor`` (both pass
   tensors through; the dataset hands them PIL images). ``ToNumpy`` (``use_prefetcher=True``)
@@ -40,27 +41,15 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torchvision.transforms as T
 
-
-class Unmapped:
-    """Stands for a timm transform with no native mapping; `reason` says why."""
-
-    def __init__(self, transform: Any, reason: str):
-        self.transform, self.reason = transform, reason
-
-
-class NativeOp:
-    """Stands for a timm PIL-stage transform (keeping the image's shape) that an operator of
-    its own implements: `op` with `args` (what _transforms.recipe_op returns for it)."""
-
-    def __init__(self, transform: Any, op: str, args: Dict[str, Any]):
-        self.transform, self.op, self.args = transform, op, args
+from ._interpolation import pil_filter
+from ._support import NativeOp, Unmapped
 
 
 class CountedErasing(T.RandomErasing):
     """timm's RandomErasing: after one draw of p, a count uniform in `count` (low, high), then
     that many rectangles (area fraction scaled by 1 / count), each set to `value` or, with
     `random_color`, to one standard normal value per channel. Maps as RandomErasing (it
-    overrides no behaviour), read with its count by _transforms._erasing; never called (the
+    overrides no behaviour), read with its count by its entry's arguments (_transform_table.py); never called (the
     torch path runs timm's own)."""
 
     def __init__(self, count: Tuple[int, int], random_color: bool = False, **kwargs: Any):
@@ -71,7 +60,7 @@ class CountedErasing(T.RandomErasing):
 class RandomInterpolationCrop(T.RandomResizedCrop):
     """RandomResizedCrop whose interpolation is drawn per image from `interpolations` after the
     window: timm's RandomResizedCropAndInterpolation(interpolation='random'). Maps as
-    RandomResizedCrop (it overrides no behaviour) with the list read by _transforms; never
+    RandomResizedCrop (it overrides no behaviour) with the list read by its entry's arguments; never
     called (the torch path runs timm's own)."""
 
     def __init__(self, interpolations: Any, **kwargs: Any):
@@ -84,10 +73,10 @@ class RandomInterpolationCrop(T.RandomResizedCrop):
 _BEHAVIOUR = ("__call__", "forward", "get_params", "_erase")
 
 
-def _timm_base(t: Any) -> Optional[Tuple[str, str]]:
-    """The key in _NAMES of the timm class `t` behaves as, or None."""
+def _timm_base(t: Any, names: Any) -> Optional[Tuple[str, str]]:
+    """The (module, name) key in `names` of the timm class `t` behaves as, or None."""
     known = {}
-    for (mod_name, name) in _NAMES:
+    for (mod_name, name) in names:
         cls = getattr(sys.modules.get(mod_name), name, None)
         if isinstance(cls, type):
             known[cls] = (mod_name, name)
@@ -99,7 +88,7 @@ def _timm_base(t: Any) -> Optional[Tuple[str, str]]:
     return None
 
 
-def _rrc(t: Any) -> Any:
+def random_resized_crop(t: Any) -> Any:
     interp = t.interpolation
     if isinstance(interp, (tuple, list)):
         if not interp:
@@ -109,7 +98,7 @@ def _rrc(t: Any) -> Any:
     return T.RandomResizedCrop(list(t.size), scale=tuple(t.scale), ratio=tuple(t.ratio), interpolation=interp)
 
 
-def _erasing(t: Any) -> Any:
+def erasing(t: Any) -> Any:
     name = f"timm RandomErasing(mode={t.mode!r}, count=({t.min_count}, {t.max_count}))"
     if t.mode not in ("", "const", "rand", "pixel"):
         return Unmapped(t, f"{name}: mode {t.mode!r} is not one of timm's")
@@ -147,13 +136,10 @@ def _rand_augment_name(t: Any) -> str:
     return "-".join(parts)
 
 
-_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic"}  # PIL's NEAREST, BILINEAR, BICUBIC
-
-
 def _augment_ops_args(ops: List[Any], where: str) -> Any:
     """timm_augment's shared arguments for timm AugmentOps (ops, probabilities, magnitudes and
     the hyper-parameters every op must share), or Unmapped."""
-    aa = sys.modules.get(_AA)
+    aa = sys.modules.get(AA)
     name_to_op, level_to_arg = getattr(aa, "NAME_TO_OP", {}), getattr(aa, "LEVEL_TO_ARG", {})
     op_cls = getattr(aa, "AugmentOp", None)
     shared, consts = set(), set()  # consts: translate_const, which only TranslateX / Y read
@@ -178,7 +164,7 @@ def _augment_ops_args(ops: List[Any], where: str) -> Any:
     if not shared:
         return {"ops": [], "probabilities": [], "magnitudes": []}
     std, mmax, translate_pct, resample, fill = shared.pop()
-    filters = [_FILTERS.get(int(r)) for r in resample]
+    filters = [pil_filter(r) for r in resample]  # Pillow's affine transforms: nearest, bilinear, bicubic
     if None in filters:
         return Unmapped(ops[0], f"{where}: resampling {resample} (Pillow's transforms take nearest, bilinear, "
                                 "bicubic)")
@@ -199,7 +185,7 @@ def _augment_ops_args(ops: List[Any], where: str) -> Any:
     return args
 
 
-def _rand_augment(t: Any) -> Any:
+def rand_augment(t: Any) -> Any:
     where = f"timm RandAugment ({_rand_augment_name(t)})"
     args = _augment_ops_args(list(t.ops), where)
     if isinstance(args, Unmapped):
@@ -212,7 +198,7 @@ def _rand_augment(t: Any) -> Any:
     return NativeOp(t, "timm_augment", args)
 
 
-def _auto_augment(t: Any) -> Any:
+def auto_augment(t: Any) -> Any:
     where = f"timm AutoAugment ({len(t.policy)} sub-policies)"
     subs = [list(sub) for sub in t.policy]
     if not subs or any(not 1 <= len(sub) <= 64 for sub in subs):
@@ -224,7 +210,7 @@ def _auto_augment(t: Any) -> Any:
     return NativeOp(t, "timm_augment", args)
 
 
-def _augmix(t: Any) -> Any:
+def augmix(t: Any) -> Any:
     where = f"timm AugMixAugment (width {t.width}, depth {t.depth}, alpha {t.alpha})"
     if t.blended:
         return Unmapped(t, f"{where}: blended=True (timm's per-chain blend, 'not well tested') has no native mapping")
@@ -239,22 +225,11 @@ def _augmix(t: Any) -> Any:
     return NativeOp(t, "timm_augment", args)
 
 
-def _to_tensor(t: Any) -> Unmapped:
+def to_tensor(t: Any) -> Unmapped:
     return Unmapped(t, f"timm ToTensor(dtype={t.dtype}): unscaled pixel values as floats have no native mapping")
 
 
-_TF, _RE, _AA = "timm.data.transforms", "timm.data.random_erasing", "timm.data.auto_augment"
-_NAMES = {
-    (_TF, "MaybeToTensor"): lambda t: T.ToTensor(),
-    (_TF, "MaybePILToTensor"): lambda t: T.PILToTensor(),
-    (_TF, "ToNumpy"): lambda t: T.PILToTensor(),
-    (_TF, "ToTensor"): _to_tensor,
-    (_TF, "RandomResizedCropAndInterpolation"): _rrc,
-    (_RE, "RandomErasing"): _erasing,
-    (_AA, "RandAugment"): _rand_augment,
-    (_AA, "AutoAugment"): _auto_augment,
-    (_AA, "AugMixAugment"): _augmix,
-}
+TF, RE, AA = "timm.data.transforms", "timm.data.random_erasing", "timm.data.auto_augment"  # timm's modules
 
 
 def as_torchvision(t: Any) -> Optional[List[Any]]:
@@ -263,12 +238,14 @@ def as_torchvision(t: Any) -> Optional[List[Any]]:
     if not type(t).__module__.startswith("timm.") and not any(
             c.__module__.startswith("timm.") for c in type(t).__mro__):
         return None
-    key = _timm_base(t)
+    from ._transform_table import TIMM_TRANSLATORS  # the table imports this module's translators
+
+    key = _timm_base(t, TIMM_TRANSLATORS)
     if key is None:
         if type(t).__module__.startswith("timm."):
             return [Unmapped(t, f"timm's {type(t).__name__} has no native mapping")]
         return [Unmapped(t, f"{type(t).__name__} overrides how timm's {_first_timm(t)} transforms")]
-    return [_NAMES[key](t)]
+    return [TIMM_TRANSLATORS[key](t)]
 
 
 def _first_timm(t: Any) -> str:

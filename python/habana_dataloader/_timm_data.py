@@ -17,7 +17,7 @@ timm is not a dependency: nothing here imports it. Its classes and functions are
 - ``fast_collate`` on ``(uint8 CHW image, int target)`` samples returns the tuple
   ``(uint8 NCHW tensor, int64 targets)``: default_collate's batch of the same samples, as a
   tuple. Its other inputs (tuples of views, float images it would truncate to uint8) are left
-  to the caller to refuse (_transforms.post_collate).
+  to the caller to refuse (_collate.post_collate).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def image_dataset_class() -> Optional[type]:
 def image_dataset_samples(ds: Any) -> Tuple[Sequence[Tuple[str, Any]], List[str]]:
     """(the samples the native path reads for timm ImageDataset `ds`, in dataset order; every
     reason it cannot read them as ``ds[i]`` does). ``__getitem__`` overrides are the caller's
-    to judge (_transforms.unwrap_dataset); this checks timm's own method and the reader."""
+    to judge (_image_datasets.py); this checks timm's own method and the reader."""
     cls = image_dataset_class()
     reasons: List[str] = []
     getitem = getattr(cls, "__getitem__", None)

@@ -6,8 +6,9 @@ its classes are found through ``sys.modules`` (torchvision 0.14, Debian's, has n
 here then does anything). A v2 transform maps to a v1 one only where, applied to the PIL image
 ImageFolder's default loader gives, it produces what the v1 one produces: the same kernels
 and the same law for its random parameters (checked against torchvision 0.29's v2 source and
-on corpus photos, tests/python/test_v2.py). The v1 transforms then map as ever
-(_transforms.py); the torch path keeps running the v2 transforms themselves.
+on corpus photos, tests/python/test_v2.py). The v1 transforms then map as ever; the torch path
+keeps running the v2 transforms themselves. Which translator below serves which v2 class is
+the ``v2`` field of that class's entry in the transform table (_transform_table.py).
 
 - ``Compose`` -> its transforms. ``Identity``, ``ToPureTensor`` (a tv_tensors.Image as a plain
   tensor: the same values) -> nothing.
@@ -54,12 +55,13 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 import torch
 import torchvision.transforms as T
 
-from ._timm import Unmapped
+from ._interpolation import mode as _mode
+from ._support import Unmapped
 
 _V2 = "torchvision.transforms.v2"
 
@@ -68,19 +70,7 @@ _HARMLESS = {"__module__", "__qualname__", "__doc__", "__init__", "__annotations
              "__firstlineno__", "__static_attributes__", "__orig_bases__", "__parameters__", "__slotnames__",
              "extra_repr", "__annotate_func__", "__annotations_cache__"}
 
-_PIL_CONSTANTS = {0: "nearest", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming", 1: "lanczos"}
-
-
-def _mode(interpolation: Any) -> T.InterpolationMode:
-    """v2's interpolation (an InterpolationMode, a string or a Pillow constant) as v1 takes it."""
-    if isinstance(interpolation, T.InterpolationMode):
-        return interpolation
-    if isinstance(interpolation, int) and not isinstance(interpolation, bool):
-        return T.InterpolationMode(_PIL_CONSTANTS[interpolation])
-    return T.InterpolationMode(str(interpolation).lower())
-
-
-def _pil_fill(t: Any) -> Any:
+def pil_fill(t: Any) -> Any:
     """The fill v2 uses for a PIL image (its _get_fill for PIL.Image.Image)."""
     import PIL.Image
     fills = getattr(t, "_fill", None)
@@ -98,14 +88,14 @@ def _name(t: Any) -> str:
     return f"v2.{type(t).__name__}"
 
 
-def _to_dtype(t: Any) -> Any:
+def to_dtype(t: Any) -> Any:
     if t.dtype != torch.float32 or not t.scale:
         return Unmapped(t, f"{_name(t)}({t.dtype}, scale={t.scale}) has no native mapping (ToDtype(torch.float32, "
                            "scale=True) is native)")
     return T.ConvertImageDtype(torch.float32)
 
 
-def _resize(t: Any) -> Any:
+def resize(t: Any) -> Any:
     if t.size is None:
         return Unmapped(t, f"{_name(t)}(size=None, max_size={t.max_size}) has no native mapping (v1's Resize "
                            "has no size=None)")
@@ -115,14 +105,14 @@ def _resize(t: Any) -> Any:
     return T.Resize(list(t.size), interpolation=_mode(t.interpolation), max_size=t.max_size, antialias=t.antialias)
 
 
-def _rrc(t: Any) -> Any:
+def random_resized_crop(t: Any) -> Any:
     if not _same_log_ratio(t):
         return Unmapped(t, f"{_name(t)}: its _log_ratio (what v2 draws from) is not log(ratio)")
     return T.RandomResizedCrop(list(t.size), scale=tuple(t.scale), ratio=tuple(t.ratio),
                                interpolation=_mode(t.interpolation), antialias=t.antialias)
 
 
-def _random_crop(t: Any) -> Any:
+def random_crop(t: Any) -> Any:
     padding = None
     if t.padding is not None:
         left, right, top, bottom = t.padding  # v2 keeps [left, right, top, bottom]
@@ -131,16 +121,16 @@ def _random_crop(t: Any) -> Any:
             return Unmapped(t, f"{_name(t)}(padding={padding}, pad_if_needed=True, padding_mode="
                                f"{t.padding_mode!r}): v2 pads once where v1 pads the padded image again, which "
                                "reflects differently (constant padding, or only one of the two, is native)")
-    return T.RandomCrop(list(t.size), padding=padding, pad_if_needed=bool(t.pad_if_needed), fill=_pil_fill(t),
+    return T.RandomCrop(list(t.size), padding=padding, pad_if_needed=bool(t.pad_if_needed), fill=pil_fill(t),
                         padding_mode=t.padding_mode)
 
 
-def _color_jitter(t: Any) -> Any:
+def color_jitter(t: Any) -> Any:
     return T.ColorJitter(brightness=t.brightness or 0, contrast=t.contrast or 0, saturation=t.saturation or 0,
                          hue=t.hue or 0)
 
 
-def _erasing(t: Any) -> Any:
+def erasing(t: Any) -> Any:
     if not _same_log_ratio(t):
         return Unmapped(t, f"{_name(t)}: its _log_ratio (what v2 draws from) is not log(ratio)")
     value = "random" if t.value is None else list(t.value)
@@ -182,29 +172,29 @@ def _magnitudes_differ(t: Any, v1: Any, bins: int, used: Dict[str, Iterable[int]
 
 
 def _auto_augment_common(t: Any) -> Dict[str, Any]:
-    return {"interpolation": _mode(t.interpolation), "fill": _pil_fill(t)}
+    return {"interpolation": _mode(t.interpolation), "fill": pil_fill(t)}
 
 
-def _rand_augment(t: Any) -> Any:
+def rand_augment(t: Any) -> Any:
     v1 = T.RandAugment(num_ops=t.num_ops, magnitude=t.magnitude, num_magnitude_bins=t.num_magnitude_bins,
                        **_auto_augment_common(t))
     bins = int(t.num_magnitude_bins)
     if not -bins <= int(t.magnitude) < bins:
-        return v1  # _transforms.py says why (magnitude must index the bins)
+        return v1  # its entry's arguments say why (magnitude must index the bins)
     why = _magnitudes_differ(t, v1, bins, {op: [int(t.magnitude)] for op in type(t)._AUGMENTATION_SPACE})
     return v1 if why is None else Unmapped(t, f"{_name(t)}(magnitude={t.magnitude}, num_magnitude_bins={bins}): {why}")
 
 
-def _trivial_augment(t: Any) -> Any:
+def trivial_augment(t: Any) -> Any:
     v1 = T.TrivialAugmentWide(num_magnitude_bins=t.num_magnitude_bins, **_auto_augment_common(t))
     bins = int(t.num_magnitude_bins)
     if bins < 2:
-        return v1  # _transforms.py says why
+        return v1  # its entry's arguments say why
     why = _magnitudes_differ(t, v1, bins, {op: range(bins) for op in type(t)._AUGMENTATION_SPACE})
     return v1 if why is None else Unmapped(t, f"{_name(t)}(num_magnitude_bins={bins}): {why}")
 
 
-def _auto_augment(t: Any) -> Any:
+def auto_augment(t: Any) -> Any:
     policy = t.policy
     if t._policies != t._get_policies(policy):
         return Unmapped(t, f"{_name(t)}: its policies differ from torchvision's {policy.value} policy")
@@ -217,55 +207,21 @@ def _auto_augment(t: Any) -> Any:
     return v1 if why is None else Unmapped(t, f"{_name(t)}({policy.value}): {why}")
 
 
-def _augmix(t: Any) -> Unmapped:
+def augmix(t: Any) -> Unmapped:
     return Unmapped(t, f"{_name(t)}: v2 runs AugMix's ops with its own tensor kernels, which differ from v1's "
                        "(the native augmix's) by 1 level in places (AutoContrast, Color, Sharpness, bilinear "
                        "shear/rotate with a fill)")
 
 
-def _gaussian_blur(t: Any) -> Unmapped:
+def gaussian_blur(t: Any) -> Unmapped:
     return Unmapped(t, f"{_name(t)}(kernel_size={list(t.kernel_size)}): v2's Gaussian weights (a softmax) differ "
                        "from v1's (the native gaussian_blur's) in the last float32 bits, so some pixels of a PIL "
                        "image round 1 level apart")
 
 
-def _batch_level(t: Any) -> Unmapped:
+def batch_level(t: Any) -> Unmapped:
     return Unmapped(t, f"{_name(t)} acts on batches: apply it in collate_fn (lambda batch: "
                        f"f(*default_collate(batch)) is native) or in the training loop")
-
-
-_MAPPERS: Dict[str, Callable[[Any], Any]] = {
-    "Compose": lambda t: [T.Compose(list(t.transforms))],
-    "Identity": lambda t: [],
-    "ToPureTensor": lambda t: [],
-    "ToImage": lambda t: T.PILToTensor(),
-    "PILToTensor": lambda t: T.PILToTensor(),
-    "ToTensor": lambda t: T.ToTensor(),
-    "ToDtype": _to_dtype,
-    "ConvertImageDtype": lambda t: T.ConvertImageDtype(t.dtype),
-    "Normalize": lambda t: T.Normalize(list(t.mean), list(t.std), inplace=t.inplace),
-    "Resize": _resize,
-    "CenterCrop": lambda t: T.CenterCrop(list(t.size)),
-    "RandomResizedCrop": _rrc,
-    "RandomCrop": _random_crop,
-    "Pad": lambda t: T.Pad(t.padding, fill=_pil_fill(t), padding_mode=t.padding_mode),
-    "RandomHorizontalFlip": lambda t: T.RandomHorizontalFlip(t.p),
-    "RandomVerticalFlip": lambda t: T.RandomVerticalFlip(t.p),
-    "ColorJitter": _color_jitter,
-    "Grayscale": lambda t: T.Grayscale(t.num_output_channels),
-    "RandomGrayscale": lambda t: T.RandomGrayscale(t.p),
-    "RandomSolarize": lambda t: T.RandomSolarize(t.threshold, t.p),
-    "RandomInvert": lambda t: T.RandomInvert(t.p),
-    "RandomApply": lambda t: T.RandomApply(list(t.transforms), p=t.p),
-    "RandomErasing": _erasing,
-    "RandAugment": _rand_augment,
-    "TrivialAugmentWide": _trivial_augment,
-    "AutoAugment": _auto_augment,
-    "AugMix": _augmix,
-    "GaussianBlur": _gaussian_blur,
-    "MixUp": _batch_level,
-    "CutMix": _batch_level,
-}
 
 
 def _v2_class(t: Any) -> Optional[type]:
@@ -283,7 +239,9 @@ def as_v1(t: Any) -> Optional[List[Any]]:
     base = _v2_class(t)
     if base is None:
         return None
-    mapper = _MAPPERS.get(base.__name__)
+    from ._transform_table import V2_TRANSLATORS  # the table imports this module's translators
+
+    mapper = V2_TRANSLATORS.get(base.__name__)
     if mapper is None or getattr(v2, base.__name__, None) is not base:
         return [Unmapped(t, f"{_name(t) if type(t) is base else type(t).__name__ + ' (a v2.' + base.__name__ + ')'} "
                             "has no native mapping")]

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import operator
-import os
 import random
 import warnings
 from typing import Any, Dict, List, Optional, TypeVar
@@ -41,8 +39,11 @@ from torch.utils.data import BatchSampler, DataLoader
 from torch.utils.data._utils.collate import default_collate
 from torch.utils.data._utils.pin_memory import pin_memory as _pin_memory
 
-from ._transforms import ImageSource, PostCollate, Unsupported, image_graph, post_collate, unwrap_dataset, views_of
-from .video import VideoPlan, find_video_folder, video_plan
+from ._collate import PostCollate, post_collate
+from ._datasets import native_dataset
+from ._native_dataset import NativeDataset, Options
+from ._support import Unsupported
+from .video import VideoPlan
 from ._graph import DataNode, collect
 from .pipeline import Pipeline, error_policy
 from . import _C, fn
@@ -67,17 +68,6 @@ def _say_once(msg: str, category=RuntimeWarning, stacklevel: int = 3) -> None:
     _warned.add(msg)
     log.warning(msg)
     warnings.warn(msg, category, stacklevel=stacklevel + 1)
-
-
-def _python_tail_would_take(transform: Any, jpeg_index_mb: int) -> Optional[List[str]]:
-    """The transforms python_tail=True would run in Python for `transform`, or None when a
-    Python tail would not make it native either."""
-    try:
-        wire = image_graph(transform, jpeg_index_mb=jpeg_index_mb, python_tail=True)
-    except Exception:  # a hint only: never in the way of the fallback's own reasons
-        return None
-    names = [name for tail in getattr(wire, "python_tails", []) for name in tail.names()]
-    return names or None
 
 
 class _Unmet(ValueError):
@@ -384,41 +374,20 @@ class HabanaDataLoader(DataLoader[T_co]):
         reasons: List[str] = []
         self._tail_hint: Optional[List[str]] = None  # what python_tail=True would run in Python
         tail_blockers = 0
+        self._video: Optional[VideoPlan] = None  # a VideoList's native mapping
+        self._order_map: Optional[np.ndarray] = None  # loader dataset index -> pipeline sample
         if a["batch_size"] is None and a["batch_sampler"] is None:
             reasons.append("batch_size=None (no automatic batching)")
         bs = self.batch_sampler
         if bs is not None and type(bs) is not BatchSampler:
             reasons.append(f"batch_sampler is a {type(bs).__name__}, not torch's BatchSampler")
-        base = None
-        source: Optional[ImageSource] = None
-        self._video: Optional[VideoPlan] = None  # a VideoFolder's native mapping
-        self._order_map: Optional[np.ndarray] = None  # loader dataset index -> pipeline sample
-        video = find_video_folder(a["dataset"])
-        if video is not None:
-            base, self._index_map = video
-            self._multi_view = False
-            try:
-                self._video = video_plan(base)
-            except Unsupported as e:
-                reasons += e.reasons
-        else:
-            try:
-                source = unwrap_dataset(a["dataset"])
-            except Unsupported as e:
-                reasons += e.reasons
-                source = getattr(e, "source", None)  # a dataset with other blockers: check its transform too
-            if source is not None:
-                try:
-                    # A Python tail for what cannot be mapped, unless the loader falls back anyway
-                    # (then every blocker of the transform is listed too).
-                    self._wire = image_graph(source.transform, jpeg_index_mb=self.jpeg_index_mb,
-                                             python_tail=self.python_tail and not reasons)
-                    self._multi_view = views_of(source.transform) is not None
-                except Unsupported as e:
-                    if not self.python_tail and not reasons:  # the transform is the only blocker so far
-                        self._tail_hint = _python_tail_would_take(source.transform, self.jpeg_index_mb)
-                        tail_blockers = len(e.reasons)
-                    reasons += e.reasons
+        # The dataset kind (_datasets.py) that claims the dataset: how the pipeline reads it
+        # (sample list, reader, the graph after it), or every reason it cannot.
+        data = native_dataset(a["dataset"], Options(self.jpeg_index_mb, self.python_tail, bool(reasons)))
+        if not reasons:  # the transform may be the only blocker: what a Python tail would take
+            self._tail_hint, tail_blockers = data.tail_hint, data.tail_blockers
+        reasons += data.reasons
+        source = data.source
         # What a collate_fn other than default_collate does to default_collate's batch:
         # f(*default_collate(batch)) (MixUp/CutMix), timm's fast_collate (a tuple).
         self._post: Optional[PostCollate] = None
@@ -439,15 +408,9 @@ class HabanaDataLoader(DataLoader[T_co]):
                 except Unsupported:
                     self._tail_hint = None
             raise Unsupported(reasons)
-        self._source = source
-        if self._video is not None:
-            self._samples = base.samples
-            self._video_dataset = base
-            if self._index_map is not None:
-                # The pipeline's samples are the VideoFolder's clips; a Subset's indices map onto them.
-                self._order_map = np.asarray(self._index_map, dtype=np.int64)
-        else:
-            self._samples, self._index_map = source.samples, source.indices
+        self._data: NativeDataset = data
+        self._video, self._order_map = data.video, data.order_map
+        self._wire, self._multi_view = data.wire, data.multi_view
         self._batch_size = bs.batch_size
         self._last_batch = "drop" if bs.drop_last else "partial"
         if len(a["dataset"]) == 0:
@@ -456,7 +419,7 @@ class HabanaDataLoader(DataLoader[T_co]):
         # indices are the pipeline's dataset indices. Handed to the pipeline in memory, kept
         # while the loader lives (a pipeline is rebuilt from it only to resume a state saved
         # with another seed).
-        self._sample_list = self._make_sample_list()
+        self._sample_list = data.samples()
         # Build now: a mistake the C++ graph finds surfaces here. With seed= this is the
         # loader's pipeline; otherwise its seed is drawn at the first epoch, as torch's.
         if self._device is not None and self._device.type == "cuda":
@@ -491,40 +454,12 @@ class HabanaDataLoader(DataLoader[T_co]):
                 if self._gpu_limit <= 0:
                     self._gpu_tail = False
                     self.native_notes.append(f"the gpu stage is not used ({e}): batches are moved to CUDA with torch")
-        if self._video is not None:
-            clips, expected = pipe.dataset_info()["samples"], len(base)
-            if clips != expected:  # a safety net: both count with clip_sampler.cc's rules
-                self._drop_pipeline()
-                raise Unsupported(f"video_reader counts {clips} clips where the {type(base).__name__} has {expected}")
+        mismatch = data.verify(pipe)
+        if mismatch:
+            self._drop_pipeline()
+            raise Unsupported(mismatch)
         if self._pipe_seed is None:
             self._drop_pipeline()
-
-    def _make_sample_list(self) -> "_C.Samples":
-        """The pipeline's samples: entry i is the file and label of dataset[i] (through any
-        Subset; for a ReturnIndexDataset the label is the index it returns). Video: every entry
-        of the VideoList / VideoFolder, in order, with its segment."""
-        if self._video is not None:
-            return self._video_dataset._native_samples()
-        samples = self._samples
-        imap = None if self._video is not None else self._index_map  # video: every video, in order
-        source = self._source
-        index_label = source is not None and source.label == "index"
-        none_target = source.none_target if source is not None else None
-        paths: List[str] = []
-        labels: List[int] = []
-        for i in (imap if imap is not None else range(len(samples))):
-            p, label = samples[i]
-            if index_label:
-                label = i
-            elif label is None and none_target is not None:
-                label = none_target
-            try:
-                label = operator.index(label)
-            except TypeError:
-                raise Unsupported(f"sample {i} ({p!r}) has the target {label!r}, not an int") from None
-            paths.append(os.path.abspath(p))
-            labels.append(label)
-        return _C.Samples(paths, labels)
 
     def _new_pipeline(self, seed: int) -> Pipeline:
         gpu = self._gpu_tail
@@ -534,17 +469,14 @@ class HabanaDataLoader(DataLoader[T_co]):
         with pipe:
             if self._video is not None:
                 reader_stage = "mixed" if gpu and self._hw_decode else "cpu"
-                frames, labels, _, _ = fn.video_reader(files=self._sample_list, shuffle=False,
-                                                       last_batch=self._last_batch, stage=reader_stage,
-                                                       **self._video.reader_args)
+                frames, labels = self._data.read(self._sample_list, self._last_batch, stage=reader_stage)
                 out = self._video.after(frames, stage="gpu" if gpu else "cpu")
                 pipe.set_outputs(out, labels)
                 self.gpu_ops = [n.op for n in collect([out]) if n.stage == "gpu"] if gpu else []
                 pipe.build()
                 self._pipelines_built += 1
                 return pipe
-            files, labels = fn.file_reader(files=self._sample_list, shuffle=False,
-                                           last_batch=self._last_batch)
+            files, labels = self._data.read(self._sample_list, self._last_batch)
             images = self._wire(files)
             moved = _gpu_tail(images, self._gpu_limit if self._gpu_limit is not None else 1 << 30) if gpu else []
             if gpu and self._hw_decode:

@@ -46,7 +46,6 @@ from torch.utils.data import Dataset
 from torchvision.datasets.folder import find_classes, make_dataset
 
 from . import _C
-from ._transforms import peel_subsets
 
 __all__ = ["VideoList", "VideoFolder", "ClipTrainTransform", "ClipEvalTransform", "KINETICS_MEAN", "KINETICS_STD",
            "VIDEO_EXTENSIONS"]
@@ -645,12 +644,6 @@ class VideoPlan:
         self.reader_args, self.after = reader_args, after
 
 
-def find_video_folder(dataset: Any) -> Optional[Tuple[VideoList, Optional[List[int]]]]:
-    """The VideoList (or VideoFolder) under any Subsets and the index map they make, or None."""
-    ds, indices = peel_subsets(dataset)
-    return (ds, indices) if isinstance(ds, VideoList) else None
-
-
 def _same_behaviour(obj: Any, base: type, methods: Sequence[str]) -> bool:
     return all(getattr(type(obj), m, None) is getattr(base, m, None) for m in methods)
 
@@ -658,9 +651,9 @@ def _same_behaviour(obj: Any, base: type, methods: Sequence[str]) -> bool:
 def video_plan(folder: VideoList) -> VideoPlan:
     """The native mapping of ``folder`` (a VideoList or VideoFolder: its clip sampling and
     transform; its entries are ``folder._native_samples()``); raises
-    ``_transforms.Unsupported`` listing every reason there is none."""
+    ``_support.Unsupported`` listing every reason there is none."""
     from . import fn
-    from ._transforms import Unsupported
+    from ._support import Unsupported
 
     reasons: List[str] = []
     if not _same_behaviour(folder, VideoList, ("__getitem__", "clip_frames", "clip_location", "__len__", "_positions",
