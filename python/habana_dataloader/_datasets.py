@@ -4,7 +4,8 @@ Each ``DatasetKind`` says how to recognise its datasets (``claims``, on the data
 Subsets) and how the native path reads one (``read``: a ``NativeDataset``, _native_dataset.py:
 the sample list, the reader's nodes, the graph after them, and every reason it cannot). The
 loader asks ``native_dataset`` and has no branch per kind. The entries are an explicit list,
-tried in order; to add a kind (e.g. tar shards), write its ``read`` and add one entry.
+tried in order; to add a kind, write its ``read`` and add one entry (_wds_dataset.py, tar
+shards, is the latest).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Callable, List, NamedTuple, Optional
 import numpy as np
 from torchvision.datasets import DatasetFolder
 
-from . import fn
+from . import _wds_dataset, fn
 from ._image_datasets import folder_source, image_dataset, is_timm_image_dataset, timm_source
 from ._native_dataset import NativeDataset, Options, peel_subsets
 from ._support import Unsupported
@@ -68,6 +69,7 @@ DATASET_KINDS: List[DatasetKind] = [
     DatasetKind("image_folder", "a torchvision ImageFolder/DatasetFolder", lambda ds: isinstance(ds, DatasetFolder),
                 _image_folder),
     DatasetKind("timm_image_dataset", "a timm ImageDataset", is_timm_image_dataset, _timm_image_dataset),
+    DatasetKind("webdataset", "a habana_dataloader WebDataset", _wds_dataset.claims, _wds_dataset.read),
 ]
 
 

@@ -55,3 +55,7 @@ class NativeDataset:
     tail_hint: Optional[List[str]] = None  # what python_tail=True would run in Python
     tail_blockers: int = 0  # how many of `reasons` a Python tail would take
     verify: Callable[[Any], Optional[str]] = _no_check  # why the built pipeline disagrees with the dataset
+    # An iterable dataset (no sampler): what gives each epoch's order on this rank (its
+    # ``order(num_samples, loader_seed, epoch, consumed)``); None: the loader's batch sampler.
+    iterable: Any = None
+    notes: List[str] = field(default_factory=list)  # differences from torch's DataLoader worth a notice

@@ -43,6 +43,7 @@ from ._collate import PostCollate, post_collate
 from ._datasets import native_dataset
 from ._native_dataset import NativeDataset, Options
 from ._support import Unsupported
+from ._wds_dataset import rank_and_world as _rank_and_world
 from .video import VideoPlan
 from ._graph import DataNode, collect
 from .pipeline import Pipeline, error_policy
@@ -413,8 +414,9 @@ class HabanaDataLoader(DataLoader[T_co]):
         self._wire, self._multi_view = data.wire, data.multi_view
         self._batch_size = bs.batch_size
         self._last_batch = "drop" if bs.drop_last else "partial"
-        if len(a["dataset"]) == 0:
+        if data.iterable is None and len(a["dataset"]) == 0:
             raise Unsupported("the dataset is empty")
+        self.native_notes += [n for n in data.notes if n not in self.native_notes]
         # The sample list, once: entry i is dataset[i] (through any Subset), so the sampler's
         # indices are the pipeline's dataset indices. Handed to the pipeline in memory, kept
         # while the loader lives (a pipeline is rebuilt from it only to resume a state saved
@@ -458,6 +460,11 @@ class HabanaDataLoader(DataLoader[T_co]):
         if mismatch:
             self._drop_pipeline()
             raise Unsupported(mismatch)
+        # The samples the pipeline's indices count: the dataset's, or (an iterable dataset) the reader's.
+        self._num_samples = len(a["dataset"]) if data.iterable is None else int(pipe.dataset_info()["samples"])
+        if self._num_samples == 0:
+            self._drop_pipeline()
+            raise Unsupported("the dataset is empty")
         if self._pipe_seed is None:
             self._drop_pipeline()
 
@@ -557,6 +564,13 @@ class HabanaDataLoader(DataLoader[T_co]):
                 state.update(epoch=it.epoch, batches_yielded=it.yielded, seed=it.seed,
                              order=torch.from_numpy(order.astype(np.int32 if small else np.int64)),
                              generator=it.generator_after)
+                if self._data.iterable is not None:
+                    # Every rank has taken as many batches (DDP steps in lockstep): the epoch's
+                    # samples taken by the whole job, whatever the world size of the resume.
+                    world = _rank_and_world()[1]
+                    left = self._num_samples - it.consumed_before
+                    state.update(world=world, consumed_before=it.consumed_before,
+                                 consumed=it.consumed_before + min(it.yielded * self._batch_size * world, left))
         return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
@@ -613,12 +627,25 @@ class _NativeIter:
         self.finished = False
         self.yielded = 0
         self.order: Optional[np.ndarray] = None
+        self.consumed_before = 0  # an iterable dataset resumed: the epoch's samples all ranks had taken
         self._bad: List[int] = []
         self._pipe: Optional[Pipeline] = None
         self._timeout = float(loader.timeout)
         gen = loader.generator
         self.generator_before = gen.get_state() if gen is not None else None
         self.generator_after = self.generator_before
+        iterable = loader._data.iterable
+        if resume and iterable is not None and resume.get("world") is not None:
+            # An iterable dataset's state: how many of the epoch's samples the job had taken,
+            # which holds for any world size (a resume with another one deals the rest anew).
+            self.seed = int(resume["seed"])
+            rank_world = _rank_and_world()
+            if rank_world[1] != int(resume["world"]):
+                self.consumed_before = int(resume["consumed"])
+                self._set_order(iterable.order(loader._num_samples, self.seed, self.epoch, self.consumed_before,
+                                               rank_world), 0)
+                return
+            self.consumed_before = int(resume.get("consumed_before", 0))
         if resume and resume.get("order") is not None:
             order = resume["order"]
             self.seed = int(resume["seed"])
@@ -638,6 +665,11 @@ class _NativeIter:
             self._draw_order()
 
     def _draw_order(self) -> None:
+        loader = self.loader
+        if loader._data.iterable is not None:  # no sampler: the dataset kind's order for this rank
+            self._set_order(loader._data.iterable.order(loader._num_samples, self.seed, self.epoch,
+                                                        self.consumed_before), 0)
+            return
         order = np.array([int(i) for batch in self._sampler_iter for i in batch], dtype=np.int64)
         gen = self.loader.generator
         # The state the next epoch's draws start from (what a resumed loader restores).
@@ -646,7 +678,7 @@ class _NativeIter:
 
     def _set_order(self, order: np.ndarray, start: int) -> None:
         loader = self.loader
-        n = len(loader.dataset)
+        n = loader._num_samples
         if order.size and order.min() < 0:  # dataset[-1], as Python indexing
             order = np.where((order < 0) & (order >= -n), order + n, order)
         self.order = order
@@ -706,6 +738,10 @@ class _NativeIter:
         return self
 
     def __len__(self) -> int:
+        if self.loader._data.iterable is not None:  # this rank's batches (the order is cheap to draw)
+            if self.order is None:
+                self._draw_order()
+            return self.num_batches
         return len(self.loader.batch_sampler)
 
     def __next__(self):
@@ -726,8 +762,8 @@ class _NativeIter:
             if self.yielded >= self.num_batches:
                 self._finish()
             bs = self.loader._batch_size
-            bad = [int(i) for i in self.order[k * bs:(k + 1) * bs] if not 0 <= i < len(self.loader.dataset)]
-            raise IndexError(f"index {bad[0]} is out of range for a dataset of {len(self.loader.dataset)} samples "
+            bad = [int(i) for i in self.order[k * bs:(k + 1) * bs] if not 0 <= i < self.loader._num_samples]
+            raise IndexError(f"index {bad[0]} is out of range for a dataset of {self.loader._num_samples} samples "
                              f"(batch {k} of the sampler)")
         pipe = self._pipe
         if self._timeout > 0 and not pipe._native.wait_next(self._timeout):

@@ -283,6 +283,7 @@ class WebDataset(IterableDataset):
             raise TypeError(f"WebDataset(shardshuffle=...) takes a shard buffer size (int) or False, got {shardshuffle!r}")
         self.shardshuffle: int = int(shardshuffle or 0)
         self.seed = os.environ.get("WDS_SEED", random.randint(0, 1000000)) if seed is None else seed
+        self.seed_given = seed is not None or "WDS_SEED" in os.environ  # the same on every rank
         self.detshuffle = detshuffle
         self.nodesplitter, self.workersplitter = nodesplitter, workersplitter
         self.handler, self.select_files, self.rename_files = handler, select_files, rename_files
