@@ -29,7 +29,7 @@ PipelineSpec::Args reader_args(const BenchArgs& a) {
     return {{"file_root", a.data}, {"file_list", ""}};
   }
   if (!std::filesystem::is_regular_file(a.data, ec))
-    throw ConfigError("DATA " + a.data + " is neither a folder, a file list nor tar shards");
+    throw ConfigError("DATA " + a.data + " is neither a folder nor a file list (nor tar shards: a .tar or a \"{000..099}\" spec)");
   return {{"file_list", a.data}, {"file_root", a.file_root}};
 }
 
