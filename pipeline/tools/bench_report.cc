@@ -35,7 +35,7 @@ struct Stages {
 Stages stages_of(const BenchResult& r) {
   Stages s;
   for (const OperatorStats& op : r.stats.operators) {
-    if (op.op == "file_reader") s.read += op.seconds;
+    if (op.op == "file_reader" || op.op == "webdataset_reader") s.read += op.seconds;
     else if (op.op == "image_decoder" || op.op == "video_reader" || op.op == "video_decoder") s.decode += op.seconds;
     else s.augment += op.seconds;
   }

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "decoders/nvjpeg/nvjpeg_hardware.h"
@@ -35,19 +36,45 @@ class InputBytes {
     for (int64_t i : out.dataset_indices) {
       if (i < 0) continue;
       int64_t& s = sizes_[size_t(i)];
-      if (s < 0) {
-        std::error_code ec;
-        const auto n = std::filesystem::file_size(dataset_.path(i), ec);
-        s = ec ? 0 : static_cast<int64_t>(n);
-      }
+      if (s < 0) s = size_of(i);
       total += s;
     }
     return total;
   }
 
  private:
+  // Sample i's file size; a sample inside a tar shard ("shard.tar/key") counts its share of
+  // the shard (the shard's size over its samples).
+  int64_t size_of(int64_t i) {
+    const std::string path = dataset_.path(i);
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(path, ec);
+    if (!ec) return static_cast<int64_t>(n);
+    const size_t tar = path.find(".tar/");
+    if (tar == std::string::npos) return 0;
+    if (shard_share_.empty()) {  // once: every shard's size and sample count
+      std::map<std::string, std::pair<int64_t, int64_t>> shards;  // shard -> (bytes, samples)
+      for (int64_t j = 0; j < dataset_.size(); ++j) {
+        const std::string p = dataset_.path(j);
+        const size_t t = p.find(".tar/");
+        if (t == std::string::npos) continue;
+        auto [it, added] = shards.try_emplace(p.substr(0, t + 4), 0, 0);
+        if (added) {
+          std::error_code e;
+          const auto bytes = std::filesystem::file_size(it->first, e);
+          it->second.first = e ? 0 : static_cast<int64_t>(bytes);
+        }
+        it->second.second += 1;
+      }
+      for (const auto& [shard, bs] : shards) shard_share_[shard] = bs.first / std::max<int64_t>(bs.second, 1);
+    }
+    auto it = shard_share_.find(path.substr(0, tar + 4));
+    return it == shard_share_.end() ? 0 : it->second;
+  }
+
   const Dataset& dataset_;
   std::vector<int64_t> sizes_;
+  std::map<std::string, int64_t> shard_share_;  // tar shard -> bytes per sample
 };
 
 std::string describe(const std::string& name, const Batch& b) {

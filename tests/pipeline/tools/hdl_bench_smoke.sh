@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# hdl_bench_smoke.sh HDL_BENCH CORPUS_DIR WORK_DIR: runs hdl-bench on 24 corpus JPEGs and checks
+# hdl_bench_smoke.sh HDL_BENCH CORPUS_DIR WORK_DIR: runs hdl-bench on 24 corpus JPEGs (as files and
+# as tar shards) and checks
 # its --json report with Python's json module (exit 77 = skipped: no corpus).
 set -euo pipefail
 BENCH=$1 CORPUS=$2 WORK=$3
@@ -58,6 +59,15 @@ cat > "$WORK/spec.json" <<'JSON'
  "outputs": [{"node": "norm", "output": 0}, {"node": "reader", "output": 1}]}
 JSON
 check json 24 "[12, 3, 32, 48] bfloat16" -- "$WORK/spec.json" "$L" --file-root "$TRAIN" --batch-size 12
+
+# WebDataset tar shards of the same 24 images (key.jpg + key.cls, as webdataset writes them),
+# read by webdataset_reader: DATA is a brace-expanded shard spec.
+mkdir -p "$WORK/wds"
+awk '{print $1}' "$L" | head -24 | awk '{printf "%s %03d\n", $0, NR}' | while read -r rel k; do
+  cp "$TRAIN/$rel" "$WORK/wds/s$k.jpg" && echo $((10#$k % 3)) > "$WORK/wds/s$k.cls"; done
+(cd "$WORK/wds" && tar --format=gnu -cf ../shard-0.tar s00[0-9].* s01[0-1].* && tar --format=gnu -cf ../shard-1.tar s01[2-9].* s02*)
+check shards 48 "[8, 3, 224, 224] float32 CHW" -- resnet-train "$WORK/shard-{0..1}.tar" --batch-size 8 --threads 2 --epochs 2
+[ -f "$WORK/shard-0.tar.idx" ] || { echo "shards: no index sidecar was written"; exit 1; }
 
 # The text report, and mistakes are configuration errors (exit 2) naming the problem.
 "$BENCH" resnet-train "$L" --file-root "$TRAIN" --batch-size 8 --iterations 1 --no-progress > "$WORK/text.txt"
