@@ -30,7 +30,7 @@ extern "C" {
 #include <string>
 #include <utility>
 
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 
 #if HDL_HAVE_CUDA
 extern "C" {

@@ -40,7 +40,7 @@
 HDL_API_BEGIN
 namespace hdl {
 
-class RandomAccessFile;  // pipeline/file_system.h
+class RandomAccessFile;  // media/file_system.h
 
 /// What probe() finds: the first video stream's properties and every frame's timestamp.
 struct VideoInfo {

@@ -18,7 +18,7 @@ extern "C" {
 #include <vector>
 
 #include "decoders/video_decoder.h"
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "pipeline/kernels/yuv.h"
 #include "tests/test_util.h"
 
