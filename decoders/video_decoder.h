@@ -40,7 +40,7 @@
 HDL_API_BEGIN
 namespace hdl {
 
-class RandomAccessFile;  // pipeline/file_system.h
+class RandomAccessFile;  // media/file_system.h
 
 /// What probe() finds: the first video stream's properties and every frame's timestamp.
 struct VideoInfo {
@@ -88,7 +88,7 @@ struct VideoDecoderOptions {
   int64_t max_frame_pixels = int64_t(1) << 26;
   /// cpu: libavcodec on this thread, libswscale conversion (the ffmpeg CLI's pixels). cuda:N:
   /// the GPU's hardware video decoder (NVDEC) through FFmpeg's cuda hwaccel, frames converted
-  /// to RGB by a CUDA kernel on `cuda_stream` (pipeline/kernels/yuv.h: close to the CPU's
+  /// to RGB by a CUDA kernel on `cuda_stream` (decoders/kernels/yuv.h: close to the CPU's
   /// pixels, not equal); decode() then hands the sink device views and decode_into() writes
   /// a device view. What NVDEC cannot take (its codec and format limits, probed through
   /// FFmpeg when the stream is opened) fails with kUnsupported "NVDEC ...", and the caller

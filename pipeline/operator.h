@@ -75,7 +75,7 @@ class SampleIO {
   /// This operator's state on this thread (from Operator::make_state), or nullptr.
   virtual OpState* state() = 0;
   /// Where files are read from (PipelineOptions::file_system, or the real file system); readers
-  /// open every sample's file through it. Shared by all threads (see pipeline/file_system.h).
+  /// open every sample's file through it. Shared by all threads (see media/file_system.h).
   virtual FileSystem& file_system() = 0;
   /// The device of the pipeline's device stage (cuda:N), or cpu for a pipeline without one: where
   /// a mixed-stage operator's host half may put device work of its own.

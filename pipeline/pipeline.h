@@ -29,9 +29,9 @@
 
 #include "media/api.h"
 #include "media/batch.h"
+#include "media/file_system.h"
 #include "media/storage.h"
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
 #include "pipeline/readers/dataset.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
@@ -56,7 +56,7 @@ struct PipelineOptions {
   int64_t max_failures = 100;      ///< skip: failed samples tolerated in all (then DataError)
   size_t max_cached_bytes = size_t(1) << 30;  ///< free batch buffers kept for reuse
   /// Where readers open sample files (shared by all worker threads, so its open() must be
-  /// thread-safe; see pipeline/file_system.h); null: the real file system.
+  /// thread-safe; see media/file_system.h); null: the real file system.
   std::shared_ptr<FileSystem> file_system;
   /// The CUDA device (cuda:N) of the pipeline's gpu stage, if it has one.
   int device_id = 0;

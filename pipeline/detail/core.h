@@ -22,6 +22,9 @@ namespace hdl::detail {
 class DeviceStage;
 
 struct ExecutorCore {
+  /// The whole setup: builds the graph, lets the reader prepare, checks the batching options,
+  /// collects the values kept per batch and starts the device stage (gpu or mixed nodes).
+  /// Throws ConfigError (or the graph's errors) for what cannot run.
   ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts, const OpRegistry& registry);
   ~ExecutorCore();
 
@@ -31,6 +34,9 @@ struct ExecutorCore {
   Workspace& workspace();
   /// The host tensor of collected value `value` for slot `slot` of `job`.
   ConstTensorView host_value(const Job& job, int value, int64_t slot) const;
+  /// Part of the setup: per node its random stream key, per value its stage, and which host
+  /// values each batch keeps (collected, collect_of_value, dense, sample_shape, arena_bytes).
+  void collect_values();
 
   Graph graph;
   PipelineOptions options;

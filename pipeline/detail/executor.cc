@@ -36,6 +36,30 @@ bool has_stage(const Graph& g, Stage stage) {
   return false;
 }
 
+void check_options(const PipelineOptions& options) {
+  if (options.batch_size < 1) throw ConfigError("batch_size must be >= 1, got " + std::to_string(options.batch_size));
+  if (options.prefetch_depth < 1)
+    throw ConfigError("prefetch_depth must be >= 1, got " + std::to_string(options.prefetch_depth));
+  if (options.max_failures < 0) throw ConfigError("max_failures must be >= 0");
+}
+
+// The fingerprint that ties a saved state to this pipeline.
+uint64_t fingerprint_of(const ExecutorCore& c) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto& node : c.graph.nodes()) {
+    h = fnv(fnv(h, node.spec.op), node.spec.name);
+    for (const auto& [k, v] : node.spec.args) h = fnv(fnv(h, k), v.to_string());
+    for (int in : node.inputs) h = fnv(h, std::to_string(in));
+  }
+  for (int v : c.graph.outputs()) h = fnv(h, std::to_string(v));
+  const Dataset& d = c.graph.source_op().dataset();
+  h = fnv(h, std::to_string(d.size()) + "/" + std::to_string(c.options.batch_size) + "/" +
+                 std::to_string(c.options.seed));
+  if (const int64_t n = c.graph.source_op().num_samples(); n != d.size()) h = fnv(h, std::to_string(n));
+  if (d.size() > 0) h = fnv(fnv(h, d.relative_path(0)), d.relative_path(d.size() - 1));
+  return h;
+}
+
 }  // namespace
 
 ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts, const OpRegistry& registry)
@@ -51,6 +75,62 @@ ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts
       counters(graph.nodes().size()) {
   // A reader that looks into its files to know its samples does it once, in parallel.
   arena.execute([&] { graph.source_op().prepare(*file_system); });
+  check_options(opts);
+  collect_values();
+  if (has_stage(graph, Stage::kDevice) || has_stage(graph, Stage::kMixed))
+    device_stage = std::make_unique<DeviceStage>(*this, opts.device_id);
+}
+
+void ExecutorCore::collect_values() {
+  value_stage.assign(graph.num_values(), Stage::kCpu);
+  for (const auto& node : graph.nodes()) {
+    rng_keys.push_back(RandomStream::key_for(options.seed, node.spec.name));
+    for (int v : node.outputs) value_stage[v] = node.spec.stage;
+  }
+  // Host values to keep per batch: pipeline outputs of the cpu stage, and the cpu-stage values
+  // gpu nodes read (inputs to upload, per-sample arguments read on the host).
+  collect_of_value.assign(graph.num_values(), -1);
+  auto collect = [&](int v) {
+    if (value_stage[v] != Stage::kCpu || collect_of_value[v] >= 0) return;
+    collect_of_value[v] = static_cast<int>(collected.size());
+    collected.push_back(v);
+    const TensorSpec& s = graph.value_spec(v);
+    dense.push_back(s.shape.fully_known());
+    sample_shape.push_back(s.shape);
+  };
+  std::vector<bool> listed(graph.num_values(), false);
+  for (int v : graph.outputs()) {
+    if (listed[v]) throw ConfigError("pipeline output " + graph.value_name(v) + " is listed twice");
+    listed[v] = true;
+    collect(v);
+  }
+  for (const auto& node : graph.nodes()) {
+    if (node.spec.stage != Stage::kDevice) continue;
+    for (int v : node.inputs) collect(v);
+    for (const auto& [name, v] : node.arg_inputs) {
+      if (value_stage[v] != Stage::kCpu)
+        throw ConfigError(node.spec.describe() + " (gpu): argument \"" + name + "\" reads " + graph.value_name(v) +
+                          ", made on the gpu stage; per-sample arguments come from the cpu stage");
+      collect(v);
+    }
+  }
+  // A mixed node runs in two halves: its host half on the cpu stage (reading cpu values,
+  // kept per batch like a gpu node's inputs) writes staged host values under the node's own
+  // output ids, always ragged (a sample its device half decodes may stage nothing); its device
+  // half reads them (BatchIO::staged) and writes the device values of the same ids.
+  for (const auto& node : graph.nodes()) {
+    if (node.spec.stage != Stage::kMixed) continue;
+    for (int v : node.inputs) collect(v);
+    for (const auto& [name, v] : node.arg_inputs) collect(v);
+    for (int v : node.outputs) {
+      collect_of_value[v] = static_cast<int>(collected.size());
+      collected.push_back(v);
+      dense.push_back(false);
+      sample_shape.push_back(graph.value_spec(v).shape);
+    }
+  }
+  arena_bytes = std::make_unique<std::atomic<size_t>[]>(collected.size());
+  for (size_t k = 0; k < collected.size(); ++k) arena_bytes[k] = 0;
 }
 
 ExecutorCore::~ExecutorCore() = default;
@@ -293,78 +373,7 @@ void Executor::Core::process(Job& job, int64_t slot) {
 }
 
 Executor::Executor(const PipelineSpec& spec, const PipelineOptions& options, const OpRegistry& registry)
-    : core_(std::make_shared<Core>(spec, options, registry)) {
-  if (options.batch_size < 1) throw ConfigError("batch_size must be >= 1, got " + std::to_string(options.batch_size));
-  if (options.prefetch_depth < 1)
-    throw ConfigError("prefetch_depth must be >= 1, got " + std::to_string(options.prefetch_depth));
-  if (options.max_failures < 0) throw ConfigError("max_failures must be >= 0");
-  Core& c = *core_;
-  c.value_stage.assign(c.graph.num_values(), Stage::kCpu);
-  for (const auto& node : c.graph.nodes()) {
-    c.rng_keys.push_back(RandomStream::key_for(options.seed, node.spec.name));
-    for (int v : node.outputs) c.value_stage[v] = node.spec.stage;
-  }
-  // Host values to keep per batch: pipeline outputs of the cpu stage, and the cpu-stage values
-  // gpu nodes read (inputs to upload, per-sample arguments read on the host).
-  c.collect_of_value.assign(c.graph.num_values(), -1);
-  auto collect = [&](int v) {
-    if (c.value_stage[v] != Stage::kCpu || c.collect_of_value[v] >= 0) return;
-    c.collect_of_value[v] = static_cast<int>(c.collected.size());
-    c.collected.push_back(v);
-    const TensorSpec& s = c.graph.value_spec(v);
-    c.dense.push_back(s.shape.fully_known());
-    c.sample_shape.push_back(s.shape);
-  };
-  std::vector<bool> listed(c.graph.num_values(), false);
-  for (int v : c.graph.outputs()) {
-    if (listed[v]) throw ConfigError("pipeline output " + c.graph.value_name(v) + " is listed twice");
-    listed[v] = true;
-    collect(v);
-  }
-  for (const auto& node : c.graph.nodes()) {
-    if (node.spec.stage != Stage::kDevice) continue;
-    for (int v : node.inputs) collect(v);
-    for (const auto& [name, v] : node.arg_inputs) {
-      if (c.value_stage[v] != Stage::kCpu)
-        throw ConfigError(node.spec.describe() + " (gpu): argument \"" + name + "\" reads " + c.graph.value_name(v) +
-                          ", made on the gpu stage; per-sample arguments come from the cpu stage");
-      collect(v);
-    }
-  }
-  // A mixed node runs in two halves: its host half on the cpu stage (reading cpu values,
-  // kept per batch like a gpu node's inputs) writes staged host values under the node's own
-  // output ids, always ragged (a sample its device half decodes may stage nothing); its device
-  // half reads them (BatchIO::staged) and writes the device values of the same ids.
-  for (const auto& node : c.graph.nodes()) {
-    if (node.spec.stage != Stage::kMixed) continue;
-    for (int v : node.inputs) collect(v);
-    for (const auto& [name, v] : node.arg_inputs) collect(v);
-    for (int v : node.outputs) {
-      c.collect_of_value[v] = static_cast<int>(c.collected.size());
-      c.collected.push_back(v);
-      c.dense.push_back(false);
-      c.sample_shape.push_back(c.graph.value_spec(v).shape);
-    }
-  }
-  c.arena_bytes = std::make_unique<std::atomic<size_t>[]>(c.collected.size());
-  for (size_t k = 0; k < c.collected.size(); ++k) c.arena_bytes[k] = 0;
-  if (has_stage(c.graph, Stage::kDevice) || has_stage(c.graph, Stage::kMixed))
-    c.device_stage = std::make_unique<DeviceStage>(c, options.device_id);
-  // The fingerprint ties a saved state to this pipeline.
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const auto& node : c.graph.nodes()) {
-    h = fnv(fnv(h, node.spec.op), node.spec.name);
-    for (const auto& [k, v] : node.spec.args) h = fnv(fnv(h, k), v.to_string());
-    for (int in : node.inputs) h = fnv(h, std::to_string(in));
-  }
-  for (int v : c.graph.outputs()) h = fnv(h, std::to_string(v));
-  const Dataset& d = dataset();
-  h = fnv(h, std::to_string(d.size()) + "/" + std::to_string(options.batch_size) + "/" +
-                 std::to_string(options.seed));
-  if (const int64_t n = c.graph.source_op().num_samples(); n != d.size()) h = fnv(h, std::to_string(n));
-  if (d.size() > 0) h = fnv(fnv(h, d.relative_path(0)), d.relative_path(d.size() - 1));
-  fingerprint_ = h;
-}
+    : core_(std::make_shared<Core>(spec, options, registry)), fingerprint_(fingerprint_of(*core_)) {}
 
 Executor::~Executor() {
   cancel_in_flight();

@@ -5,8 +5,12 @@
 #include <cstdint>
 #include <string>
 
+#include "pipeline/kernels/detail/pixels.h"
+
 namespace hdl::kernels {
 namespace {
+
+using detail::for_each_pixel;
 
 using Hist = std::array<int64_t, 256>;
 using Lut = std::array<uint8_t, 256>;
@@ -21,32 +25,10 @@ Status check(const char* what, const ConstTensorView& src, const TensorView& dst
   return Status::ok();
 }
 
-// Calls f(src pixel, dst pixel) for every pixel; channel strides are src.strides[2] / dst.strides[2].
-template <typename F>
-void for_each_pixel(const ConstTensorView& src, const TensorView& dst, F&& f) {
-  const auto* sp = static_cast<const uint8_t*>(src.data);
-  auto* dp = static_cast<uint8_t*>(dst.data);
-  for (int64_t y = 0; y < src.shape[0]; ++y) {
-    const uint8_t* s = sp + y * src.strides[0];
-    uint8_t* d = dp + y * dst.strides[0];
-    for (int64_t x = 0; x < src.shape[1]; ++x, s += src.strides[1], d += dst.strides[1]) f(s, d);
-  }
-}
-
-// Calls f(src pixel) for every pixel.
-template <typename F>
-void for_each_src_pixel(const ConstTensorView& src, F&& f) {
-  const auto* sp = static_cast<const uint8_t*>(src.data);
-  for (int64_t y = 0; y < src.shape[0]; ++y) {
-    const uint8_t* s = sp + y * src.strides[0];
-    for (int64_t x = 0; x < src.shape[1]; ++x, s += src.strides[1]) f(s);
-  }
-}
-
 // Image.point(lut) with one table per channel.
 void apply_luts(const ConstTensorView& src, const TensorView& dst, const std::array<Lut, 3>& luts) {
-  const int64_t C = src.shape[2], sc = src.strides[2], dc = dst.strides[2];
-  for_each_pixel(src, dst, [&](const uint8_t* s, uint8_t* d) {
+  const int64_t C = src.shape[2];
+  for_each_pixel(src, dst, [&](const uint8_t* s, int64_t sc, uint8_t* d, int64_t dc) {
     for (int64_t c = 0; c < C; ++c) d[c * dc] = luts[c][s[c * sc]];
   });
 }
@@ -59,8 +41,8 @@ Status apply_lut(const char* what, const ConstTensorView& src, const TensorView&
 
 std::array<Hist, 3> histograms(const ConstTensorView& src) {
   std::array<Hist, 3> h{};
-  const int64_t C = src.shape[2], sc = src.strides[2];
-  for_each_src_pixel(src, [&](const uint8_t* s) {
+  const int64_t C = src.shape[2];
+  for_each_pixel(src, [&](const uint8_t* s, int64_t sc) {
     for (int64_t c = 0; c < C; ++c) ++h[c][s[c * sc]];
   });
   return h;
@@ -85,8 +67,8 @@ inline uint8_t blend(float alpha, int degenerate, int image) {
 template <typename Degenerate>
 void blend_with(const ConstTensorView& src, const TensorView& dst, double factor, Degenerate&& degen) {
   const float alpha = static_cast<float>(factor);
-  const int64_t C = src.shape[2], sc = src.strides[2], dc = dst.strides[2];
-  for_each_pixel(src, dst, [&](const uint8_t* s, uint8_t* d) {
+  const int64_t C = src.shape[2];
+  for_each_pixel(src, dst, [&](const uint8_t* s, int64_t sc, uint8_t* d, int64_t dc) {
     int deg[3];
     for (int64_t c = 0; c < C; ++c) deg[c] = degen(s, c);  // read every channel before writing (in place)
     for (int64_t c = 0; c < C; ++c) d[c * dc] = blend(alpha, deg[c], s[c * sc]);
@@ -209,10 +191,9 @@ Status enhance_contrast(const ConstTensorView& src, const TensorView& dst, doubl
   HDL_RETURN_IF_ERROR(check("enhance_contrast", src, dst));
   // ImageStat.Stat(img.convert("L")).mean: sum(i * h[i]) / n in Python (exact integers, one
   // double division); then int(mean + 0.5).
-  const int64_t sc = src.strides[2];
   const bool rgb = src.shape[2] == 3;
   int64_t sum = 0;
-  for_each_src_pixel(src, [&](const uint8_t* s) { sum += rgb ? luma(s, sc) : s[0]; });
+  for_each_pixel(src, [&](const uint8_t* s, int64_t sc) { sum += rgb ? luma(s, sc) : s[0]; });
   const int64_t n = src.shape[0] * src.shape[1];
   const int mean = n ? static_cast<int>(static_cast<double>(sum) / static_cast<double>(n) + 0.5) : 0;
   blend_with(src, dst, factor, [mean](const uint8_t*, int64_t) { return mean; });

@@ -5,9 +5,12 @@
 #include <string>
 
 #include "pipeline/kernels/detail/elements.h"
+#include "pipeline/kernels/detail/pixels.h"
 
 namespace hdl::kernels {
 namespace {
+
+using detail::for_each_pixel;
 
 Status check_u8(const char* what, const ConstTensorView& src, const TensorView& dst,
                 int64_t src_c, int64_t dst_c) {
@@ -19,19 +22,6 @@ Status check_u8(const char* what, const ConstTensorView& src, const TensorView& 
                                     dst.shape.to_string() + " " + dtype_name(dst.dtype));
   }
   return Status::ok();
-}
-
-// Calls f(in, in_channel_stride, out, out_channel_stride) for every pixel.
-template <typename F>
-void for_each_pixel(const ConstTensorView& src, const TensorView& dst, F&& f) {
-  const auto* sp = static_cast<const uint8_t*>(src.data);
-  auto* dp = static_cast<uint8_t*>(dst.data);
-  for (int64_t y = 0; y < src.shape[0]; ++y) {
-    for (int64_t x = 0; x < src.shape[1]; ++x) {
-      f(sp + y * src.strides[0] + x * src.strides[1], src.strides[2],
-        dp + y * dst.strides[0] + x * dst.strides[1], dst.strides[2]);
-    }
-  }
 }
 
 // .clamp(0, 255).to(uint8): truncation toward zero.
@@ -198,7 +188,7 @@ Status adjust_contrast(const ConstTensorView& src, const TensorView& dst, double
   if (C != 1 && C != 3) return Status::invalid_argument("adjust_contrast: 1 or 3 channels");
   // torch.mean of the uint8 grayscale image (exact integer sum here, float32 division).
   int64_t sum = 0;
-  for_each_pixel(src, dst, [&](const uint8_t* s, int64_t sc, uint8_t*, int64_t) {
+  for_each_pixel(src, [&](const uint8_t* s, int64_t sc) {
     sum += C == 3 ? static_cast<uint8_t>(gray_f(s, sc)) : s[0];
   });
   const float mean = static_cast<float>(sum) / static_cast<float>(src.shape[0] * src.shape[1]);

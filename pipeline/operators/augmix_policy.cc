@@ -1,19 +1,10 @@
 #include "pipeline/operators/augmix_policy.h"
 
 #include <algorithm>
-#include <cmath>
-
-#include "pipeline/kernels/augment.h"
-#include "pipeline/kernels/color.h"
-#include "pipeline/kernels/tensor_augment.h"
 
 namespace hdl {
 namespace {
 
-using O = AugmentOp;
-
-// CPython's math.degrees constant (180.0 / Py_MATH_PI).
-constexpr double kRadToDeg = 180.0 / 3.14159265358979323846;
 // torchvision AugMix._PARAMETER_MAX: the tables have 10 bins.
 constexpr int kBins = 10;
 
@@ -49,44 +40,6 @@ AugMixDraw draw_augmix(const AugMixParams& p, int64_t height, int64_t width, Ran
     d.chains.push_back(std::move(chain));
   }
   return d;
-}
-
-Status apply_augment_tensor(const AugmentStep& step, const ConstTensorView& src, const TensorView& dst,
-                            kernels::WarpFilter filter, std::span<const double> fill) {
-  const double m = step.magnitude;
-  const double w = static_cast<double>(src.shape[1]), h = static_cast<double>(src.shape[0]);
-  switch (step.op) {
-    case O::kIdentity: copy(src, dst); return Status::ok();
-    case O::kShearX:
-    case O::kShearY: {
-      // F.affine(shear=..., center=[0, 0]): the tensor path measures the centre from the middle.
-      const double deg = std::atan(m) * kRadToDeg;
-      const std::array<double, 2> shear = step.op == O::kShearX ? std::array<double, 2>{deg, 0.0}
-                                                                : std::array<double, 2>{0.0, deg};
-      const auto matrix = kernels::inverse_affine_matrix({0.0 - w * 0.5, 0.0 - h * 0.5}, 0.0, {0.0, 0.0}, 1.0, shear);
-      return kernels::affine_grid_sample(src, dst, matrix, filter, fill);
-    }
-    case O::kTranslateX:
-    case O::kTranslateY: {
-      const double t = std::trunc(m);
-      const std::array<double, 2> tr = step.op == O::kTranslateX ? std::array<double, 2>{t, 0.0} : std::array<double, 2>{0.0, t};
-      return kernels::affine_grid_sample(src, dst, kernels::inverse_affine_matrix({0.0, 0.0}, 0.0, tr, 1.0, {0.0, 0.0}),
-                                         filter, fill);
-    }
-    case O::kRotate:  // F.rotate on a tensor: the inverse matrix of -angle about the centre
-      return kernels::affine_grid_sample(src, dst, kernels::inverse_affine_matrix({0.0, 0.0}, -m, {0.0, 0.0}, 1.0, {0.0, 0.0}),
-                                         filter, fill);
-    case O::kBrightness: return kernels::adjust_brightness(src, dst, 1.0 + m);
-    case O::kColor: return kernels::adjust_saturation(src, dst, 1.0 + m);
-    case O::kContrast: return kernels::adjust_contrast(src, dst, 1.0 + m);
-    case O::kSharpness: return kernels::adjust_sharpness(src, dst, 1.0 + m);
-    case O::kPosterize: return kernels::posterize(src, dst, static_cast<int>(m));
-    case O::kSolarize: return kernels::solarize(src, dst, m);
-    case O::kAutoContrast: return kernels::autocontrast_tensor(src, dst);
-    case O::kEqualize: return kernels::equalize(src, dst);
-    case O::kInvert: return kernels::invert(src, dst);
-  }
-  return Status::internal("unknown augment op");
 }
 
 void augmix_accumulate(const ConstTensorView& image, float weight, std::span<float> mix, bool first) {

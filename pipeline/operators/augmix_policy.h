@@ -1,7 +1,8 @@
 // torchvision 0.14's AugMix, separate from the operator so that a test can replay a sample's
 // draws: the mixing weights (Dirichlet), the augmentation chains (depth, ops, magnitude bins,
-// signs) and _apply_op on a uint8 tensor (AugMix converts PIL images to tensors first, so its
-// ops are torchvision's tensor ops: pipeline/kernels/tensor_augment.h and color.h).
+// signs) and the mix. Its _apply_op on a uint8 tensor (AugMix converts PIL images to tensors
+// first, so its ops are torchvision's tensor ops) is apply_augment_tensor, in
+// auto_augment_policy.h beside the PIL path's, one switch for both.
 //
 // Internal to pipeline/operators (not installed). Thread safety: pure functions.
 #pragma once
@@ -41,12 +42,6 @@ struct AugMixDraw {
 /// uniformly from the space, a bin uniformly in [0, severity) of the 10-bin tables for an image
 /// of height x width, and a fair sign for signed ops. Gamma variates by Marsaglia-Tsang.
 AugMixDraw draw_augmix(const AugMixParams& params, int64_t height, int64_t width, RandomStream& rng);
-
-/// torchvision's _apply_op(img, op, magnitude, interpolation, fill) on a uint8 tensor, written
-/// to `dst` (same shape as `src`, not overlapping). `fill`: empty for None, else 1 value or one
-/// per channel (floats, as the tensor path takes them). Filter: kNearest or kBilinear.
-Status apply_augment_tensor(const AugmentStep& step, const ConstTensorView& src, const TensorView& dst,
-                            kernels::WarpFilter filter, std::span<const double> fill);
 
 /// The mix: out = trunc(m0 * src + sum_i w_i * chain_i) in float32, accumulated in torch's order
 /// (`mix` is float32 scratch of src's element count). Views HWC uint8 of one shape.

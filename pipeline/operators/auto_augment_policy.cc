@@ -216,10 +216,53 @@ std::vector<AugmentStep> draw_augment(const AugmentParams& p, int64_t height, in
   return steps;
 }
 
-Status apply_augment(const AugmentStep& step, const ConstTensorView& src, const TensorView& dst,
-                     kernels::WarpFilter filter, std::span<const uint8_t> fill) {
+namespace {
+
+// torchvision.transforms.functional as _apply_op calls it: each F.* call goes to the PIL kernel
+// (apply_augment: AutoAugment, RandAugment, TrivialAugmentWide on PIL images) or to the tensor
+// one (apply_augment_tensor: AugMix, which converts images to tensors first).
+struct Functional {
+  bool tensor = false;
+  kernels::WarpFilter filter = kernels::WarpFilter::kNearest;
+  std::span<const uint8_t> pil_fill;     // one value or one per channel (empty: 0)
+  std::span<const double> tensor_fill;  // empty for None, else 1 value or one per channel
+
+  // F.affine(img, angle=0, translate, scale=1, shear, center); `center` null: the image's centre.
+  // F_t measures the centre from the middle of the image, PIL from its corner.
+  Status affine(const ConstTensorView& src, const TensorView& dst, std::array<double, 2> translate,
+                std::array<double, 2> shear, const std::array<double, 2>* center) const {
+    const double w = static_cast<double>(src.shape[1]), h = static_cast<double>(src.shape[0]);
+    if (tensor) {
+      const std::array<double, 2> c = center ? std::array<double, 2>{(*center)[0] - w * 0.5, (*center)[1] - h * 0.5}
+                                             : std::array<double, 2>{0.0, 0.0};
+      return kernels::affine_grid_sample(src, dst, kernels::inverse_affine_matrix(c, 0.0, translate, 1.0, shear),
+                                         filter, tensor_fill);
+    }
+    const std::array<double, 2> c = center ? *center : std::array<double, 2>{w * 0.5, h * 0.5};
+    return kernels::affine_transform(src, dst, kernels::inverse_affine_matrix(c, 0.0, translate, 1.0, shear), filter,
+                                     pil_fill);
+  }
+
+  // F.rotate(img, degrees): on a tensor the inverse matrix of -angle about the centre.
+  Status rotate(const ConstTensorView& src, const TensorView& dst, double degrees) const {
+    if (!tensor) return kernels::rotate(src, dst, degrees, filter, pil_fill);
+    return kernels::affine_grid_sample(src, dst, kernels::inverse_affine_matrix({0.0, 0.0}, -degrees, {0.0, 0.0}, 1.0, {0.0, 0.0}),
+                                       filter, tensor_fill);
+  }
+
+  using Adjust = Status (*)(const ConstTensorView&, const TensorView&, double);
+  Adjust brightness() const { return tensor ? kernels::adjust_brightness : kernels::enhance_brightness; }
+  Adjust saturation() const { return tensor ? kernels::adjust_saturation : kernels::enhance_color; }
+  Adjust contrast() const { return tensor ? kernels::adjust_contrast : kernels::enhance_contrast; }
+  Adjust sharpness() const { return tensor ? kernels::adjust_sharpness : kernels::enhance_sharpness; }
+  Status autocontrast(const ConstTensorView& src, const TensorView& dst) const {
+    return tensor ? kernels::autocontrast_tensor(src, dst) : kernels::autocontrast(src, dst);
+  }
+};
+
+// torchvision's _apply_op: the one switch over the ops, for both paths.
+Status apply_op(const AugmentStep& step, const ConstTensorView& src, const TensorView& dst, const Functional& f) {
   const double m = step.magnitude;
-  const double w = static_cast<double>(src.shape[1]), h = static_cast<double>(src.shape[0]);
   switch (step.op) {
     case O::kIdentity: copy(src, dst); return Status::ok();
     case O::kShearX:
@@ -228,29 +271,40 @@ Status apply_augment(const AugmentStep& step, const ConstTensorView& src, const 
       const double deg = std::atan(m) * kRadToDeg;
       const std::array<double, 2> shear = step.op == O::kShearX ? std::array<double, 2>{deg, 0.0}
                                                                 : std::array<double, 2>{0.0, deg};
-      return kernels::affine_transform(src, dst, kernels::inverse_affine_matrix({0, 0}, 0.0, {0, 0}, 1.0, shear),
-                                       filter, fill);
+      const std::array<double, 2> corner{0.0, 0.0};
+      return f.affine(src, dst, {0.0, 0.0}, shear, &corner);
     }
     case O::kTranslateX:
     case O::kTranslateY: {
-      // F.affine(translate=[int(m), 0] or [0, int(m)]) about PIL's centre [w * 0.5, h * 0.5].
+      // F.affine(translate=[int(m), 0] or [0, int(m)]) about the image's centre.
       const double t = std::trunc(m);
-      const std::array<double, 2> tr = step.op == O::kTranslateX ? std::array<double, 2>{t, 0} : std::array<double, 2>{0, t};
-      return kernels::affine_transform(src, dst, kernels::inverse_affine_matrix({w * 0.5, h * 0.5}, 0.0, tr, 1.0, {0.0, 0.0}),
-                                       filter, fill);
+      const std::array<double, 2> tr = step.op == O::kTranslateX ? std::array<double, 2>{t, 0.0} : std::array<double, 2>{0.0, t};
+      return f.affine(src, dst, tr, {0.0, 0.0}, nullptr);
     }
-    case O::kRotate: return kernels::rotate(src, dst, m, filter, fill);
-    case O::kBrightness: return kernels::enhance_brightness(src, dst, 1.0 + m);
-    case O::kColor: return kernels::enhance_color(src, dst, 1.0 + m);
-    case O::kContrast: return kernels::enhance_contrast(src, dst, 1.0 + m);
-    case O::kSharpness: return kernels::enhance_sharpness(src, dst, 1.0 + m);
+    case O::kRotate: return f.rotate(src, dst, m);
+    case O::kBrightness: return f.brightness()(src, dst, 1.0 + m);
+    case O::kColor: return f.saturation()(src, dst, 1.0 + m);
+    case O::kContrast: return f.contrast()(src, dst, 1.0 + m);
+    case O::kSharpness: return f.sharpness()(src, dst, 1.0 + m);
     case O::kPosterize: return kernels::posterize(src, dst, static_cast<int>(m));
     case O::kSolarize: return kernels::solarize(src, dst, m);
-    case O::kAutoContrast: return kernels::autocontrast(src, dst);
+    case O::kAutoContrast: return f.autocontrast(src, dst);
     case O::kEqualize: return kernels::equalize(src, dst);
     case O::kInvert: return kernels::invert(src, dst);
   }
   return Status::internal("unknown augment op");
+}
+
+}  // namespace
+
+Status apply_augment(const AugmentStep& step, const ConstTensorView& src, const TensorView& dst,
+                     kernels::WarpFilter filter, std::span<const uint8_t> fill) {
+  return apply_op(step, src, dst, Functional{.tensor = false, .filter = filter, .pil_fill = fill});
+}
+
+Status apply_augment_tensor(const AugmentStep& step, const ConstTensorView& src, const TensorView& dst,
+                            kernels::WarpFilter filter, std::span<const double> fill) {
+  return apply_op(step, src, dst, Functional{.tensor = true, .filter = filter, .tensor_fill = fill});
 }
 
 }  // namespace hdl

@@ -95,5 +95,12 @@ std::vector<AugmentStep> draw_augment(const AugmentParams& params, int64_t heigh
 Status apply_augment(const AugmentStep& step, const ConstTensorView& src, const TensorView& dst,
                      kernels::WarpFilter filter, std::span<const uint8_t> fill);
 
+/// torchvision's _apply_op(img, op, magnitude, interpolation, fill) on a uint8 tensor (AugMix's
+/// path: torchvision's tensor ops, pipeline/kernels/tensor_augment.h and color.h), written to
+/// `dst` (same shape as `src`, not overlapping). `fill`: empty for None, else 1 value or one per
+/// channel (floats, as the tensor path takes them). Filter: kNearest or kBilinear.
+Status apply_augment_tensor(const AugmentStep& step, const ConstTensorView& src, const TensorView& dst,
+                            kernels::WarpFilter filter, std::span<const double> fill);
+
 }  // namespace hdl
 HDL_API_END

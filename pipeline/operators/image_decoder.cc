@@ -12,10 +12,10 @@
 #include "decoders/nvjpeg/nvjpeg_hardware.h"
 #include "media/cuda/allocator.h"
 #include "media/cuda/stream.h"
-#include "pipeline/detail/decode_share.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
 #include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/decode_share.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/readers/dataset.h"
 #include "pipeline/registry.h"
@@ -263,8 +263,8 @@ class MixedImageDecoderOp final : public Operator {
  private:
   static constexpr int kFailedBatchesBeforeGivingUp = 3;
 
-  static detail::DecodeShareOptions share_options(const NodeSpec& n) {
-    detail::DecodeShareOptions o;
+  static DecodeShareOptions share_options(const NodeSpec& n) {
+    DecodeShareOptions o;
     const double hw = n.get_float("hw_share");
     if (hw < 0 && hw != -1) throw ConfigError("argument \"hw_share\" must be -1 (adaptive) or in [0, 1], got " + std::to_string(hw));
     if (hw >= 0) o.fixed_cpu_share = 1 - hw;
@@ -312,7 +312,7 @@ class MixedImageDecoderOp final : public Operator {
 
   ImageDecoderOp cpu_;  // the host half's decoder, exactly the cpu stage's
   DecodeRequest request_;
-  mutable detail::DecodeShare share_;
+  mutable DecodeShare share_;
   mutable std::atomic<bool> hardware_usable_{true};  // false once the device half found no engines
   // The device half's own (run_batch calls are serialised by the device stage).
   mutable std::unique_ptr<NvjpegHardwareDecoder> hw_;

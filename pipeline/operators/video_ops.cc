@@ -7,8 +7,8 @@
 #include <string>
 
 #include "decoders/video_decoder.h"
+#include "media/file_system.h"
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
 #include "pipeline/operator.h"
 #include "pipeline/operators/clip_output.h"
 #include "pipeline/readers/clip_sampler.h"

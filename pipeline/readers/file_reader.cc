@@ -1,6 +1,6 @@
 // file_reader: the reader of image datasets (ImageFolder tree or file list).
+#include "media/file_system.h"
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
 #include "pipeline/operator.h"
 #include "pipeline/readers/reader_args.h"
 #include "pipeline/readers/dataset.h"

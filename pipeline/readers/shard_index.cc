@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <random>
 
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "pipeline/readers/shard_sample.h"
 
 namespace hdl {

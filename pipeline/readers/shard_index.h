@@ -36,7 +36,7 @@
 HDL_API_BEGIN
 namespace hdl {
 
-class FileSystem;  // pipeline/file_system.h
+class FileSystem;  // media/file_system.h
 
 struct IndexedField {
   std::string ext;          ///< field name, lower-case

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "pipeline/readers/shard_sample.h"
 
 namespace hdl {

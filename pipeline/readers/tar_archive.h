@@ -38,7 +38,7 @@
 HDL_API_BEGIN
 namespace hdl {
 
-class RandomAccessFile;  // pipeline/file_system.h
+class RandomAccessFile;  // media/file_system.h
 
 /// Bounds on what one shard may ask of us (every field from the untrusted archive is checked).
 struct TarLimits {

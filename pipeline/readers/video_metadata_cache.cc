@@ -12,8 +12,8 @@
 #include <fstream>
 #include <random>
 
+#include "media/file_system.h"
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
 #include "pipeline/random.h"
 
 namespace hdl {

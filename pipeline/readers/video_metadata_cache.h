@@ -46,7 +46,7 @@
 HDL_API_BEGIN
 namespace hdl {
 
-class RandomAccessFile;  // pipeline/file_system.h
+class RandomAccessFile;  // media/file_system.h
 
 /// What identifies a file's bytes for the cache.
 struct FileStamp {

@@ -14,7 +14,7 @@
 #include <tbb/parallel_for.h>
 
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "pipeline/readers/reader_args.h"
 #include "pipeline/registry.h"
 

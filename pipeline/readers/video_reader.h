@@ -21,7 +21,7 @@
 
 #include "decoders/video_decoder.h"
 #include "media/api.h"
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "pipeline/operator.h"
 #include "pipeline/operators/clip_output.h"
 #include "pipeline/readers/clip_sampler.h"

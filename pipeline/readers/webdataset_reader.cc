@@ -27,7 +27,7 @@
 #include <tbb/parallel_for.h>
 
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "pipeline/operator.h"
 #include "pipeline/readers/reader_args.h"
 #include "pipeline/readers/shard_index.h"

@@ -5,7 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "pipeline/readers/shard_index.h"
 #include "python/src/bindings.h"
 

@@ -21,8 +21,8 @@
 #include <numeric>
 
 #include "decoders/video_decoder.h"
+#include "media/file_system.h"
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
 #include "pipeline/readers/clip_sampler.h"
 #include "pipeline/readers/video_metadata_cache.h"
 #include "python/src/bindings.h"

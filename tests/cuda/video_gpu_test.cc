@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "decoders/kernels/yuv.h"
 #include "decoders/video_decoder.h"
 #include "media/cuda/runtime.h"
 #include "media/cuda/stream.h"
+#include "media/file_system.h"
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
-#include "pipeline/kernels/yuv.h"
 #include "pipeline/pipeline.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -50,7 +50,7 @@ std::vector<fs::path> corpus_videos() {
 }
 
 // The YUV -> RGB kernel equals libswscale's 8-bit 4:2:0 converter on the CPU path; other
-// formats are bounded (pipeline/kernels/yuv.h).
+// formats are bounded (decoders/kernels/yuv.h).
 // NVDEC's frames equal libavcodec's bit for bit where the codec's decoding is exact by its standard
 // (H.264, HEVC, VP8, VP9, AV1: integer transforms) and the kernel's YUV -> RGB emulates libswscale
 // (8-bit 4:2:0). MPEG-2 / MPEG-4 Part 2 / VC-1 only bound their IDCT's error (IEEE 1180), so two

@@ -15,7 +15,7 @@
 
 #include <unistd.h>
 
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "tests/test_util.h"
 
 namespace hdl::testing {

@@ -1,4 +1,4 @@
-// The device path's YUV -> RGB arithmetic (pipeline/kernels/yuv.h), run by its host twin on the
+// The device path's YUV -> RGB arithmetic (decoders/kernels/yuv.h), run by its host twin on the
 // YUV frames libavcodec decodes from the corpus clips, laid out as NVDEC hands them over (NV12,
 // P010, YUV444P), against the CPU path's RGB (VideoDecoder: libswscale with the ffmpeg CLI's
 // settings). NVDEC's YUV equals libavcodec's, so the bound measured here is the device path's
@@ -17,9 +17,9 @@ extern "C" {
 #include <memory>
 #include <vector>
 
+#include "decoders/kernels/yuv.h"
 #include "decoders/video_decoder.h"
-#include "pipeline/file_system.h"
-#include "pipeline/kernels/yuv.h"
+#include "media/file_system.h"
 #include "tests/test_util.h"
 
 namespace hdl::testing {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "pipeline/readers/shard_index.h"
 #include "pipeline/readers/tar_stream.h"
 #include "tests/fuzz/fuzz_util.h"

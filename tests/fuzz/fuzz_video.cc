@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "decoders/video_decoder.h"
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// Fault injection through the FileSystem seam (pipeline/file_system.h), LevelDB-style: a
+// Fault injection through the FileSystem seam (media/file_system.h), LevelDB-style: a
 // FaultyFileSystem wraps the real one and, per path and per point in the run, returns EIO,
 // short reads, ENOENT (a file that vanishes mid-epoch), a file that shrinks while it is read,
 // EACCES, or slow reads. The pipeline reads real corpus JPEGs with several threads over
@@ -24,7 +24,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "pipeline/pipeline.h"
 #include "tests/pipeline/test_ops.h"
 #include "tests/test_util.h"

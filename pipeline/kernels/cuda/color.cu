@@ -3,9 +3,10 @@
 
 #include <string>
 
-#include "pipeline/kernels/cuda/detail/launch.cuh"
+#include "media/cuda/detail/launch.cuh"
 
 namespace hdl::kernels::cuda {
+namespace detail = hdl::cuda::detail;  // media/cuda/detail/launch.cuh
 namespace {
 
 using detail::View3;

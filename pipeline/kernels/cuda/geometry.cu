@@ -2,10 +2,11 @@
 
 #include <string>
 
-#include "pipeline/kernels/cuda/detail/launch.cuh"
+#include "media/cuda/detail/launch.cuh"
 #include "pipeline/kernels/detail/elements.h"
 
 namespace hdl::kernels::cuda {
+namespace detail = hdl::cuda::detail;  // media/cuda/detail/launch.cuh
 namespace {
 
 using detail::View3;

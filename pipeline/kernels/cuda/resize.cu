@@ -2,9 +2,10 @@
 // (see resize.h); compiled with -fmad=false so that a * b + c is not contracted.
 #include "pipeline/kernels/cuda/resize.h"
 
-#include "pipeline/kernels/cuda/detail/launch.cuh"
+#include "media/cuda/detail/launch.cuh"
 
 namespace hdl::kernels::cuda {
+namespace detail = hdl::cuda::detail;  // media/cuda/detail/launch.cuh
 namespace {
 
 using detail::View3;

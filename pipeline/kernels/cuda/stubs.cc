@@ -3,7 +3,6 @@
 #include "pipeline/kernels/cuda/geometry.h"
 #include "pipeline/kernels/cuda/normalize.h"
 #include "pipeline/kernels/cuda/resize.h"
-#include "pipeline/kernels/cuda/yuv.h"
 
 namespace hdl::kernels::cuda {
 namespace {
@@ -27,6 +26,5 @@ Status adjust_contrast(const ConstTensorView&, const TensorView&, double, Device
                        Stream&) { return no_cuda(); }
 Status adjust_saturation(const ConstTensorView&, const TensorView&, double, Stream&) { return no_cuda(); }
 Status adjust_hue(const ConstTensorView&, const TensorView&, double, Stream&) { return no_cuda(); }
-Status yuv_to_rgb(const YuvFrame&, const YuvMatrix&, int, ColorFormat, const TensorView&, Stream&) { return no_cuda(); }
 
 }  // namespace hdl::kernels::cuda

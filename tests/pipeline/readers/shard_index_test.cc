@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "tests/pipeline/readers/tar_test_util.h"
 
 namespace hdl {

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <map>
 
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 #include "pipeline/readers/shard_sample.h"
 #include "pipeline/readers/tar_stream.h"
 #include "tests/pipeline/readers/tar_test_util.h"

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <thread>
 
+#include "media/file_system.h"
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
 #include "tests/test_util.h"
 
 namespace hdl {

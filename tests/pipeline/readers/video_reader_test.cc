@@ -11,8 +11,8 @@
 #include <set>
 
 #include "decoders/video_decoder.h"
+#include "media/file_system.h"
 #include "pipeline/errors.h"
-#include "pipeline/file_system.h"
 #include "pipeline/kernels/resize.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/readers/dataset.h"

@@ -1,11 +1,11 @@
-#include "pipeline/detail/decode_share.h"
+#include "pipeline/operators/decode_share.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <stdexcept>
 
-namespace hdl::detail {
+namespace hdl {
 namespace {
 
 double fraction_to_cpu(const DecodeShare& s, uint64_t first, int n) {
@@ -97,4 +97,4 @@ TEST(DecodeShare, BadOptionsAreRefused) {
 }
 
 }  // namespace
-}  // namespace hdl::detail
+}  // namespace hdl

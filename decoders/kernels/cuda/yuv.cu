@@ -1,9 +1,10 @@
-// Device YUV -> RGB: pipeline/kernels/yuv.h's per-pixel function, one thread per output pixel.
-#include "pipeline/kernels/cuda/yuv.h"
+// Device YUV -> RGB: decoders/kernels/yuv.h's per-pixel function, one thread per output pixel.
+#include "decoders/kernels/cuda/yuv.h"
 
-#include "pipeline/kernels/cuda/detail/launch.cuh"
+#include "media/cuda/detail/launch.cuh"
 
 namespace hdl::kernels::cuda {
+namespace detail = hdl::cuda::detail;  // media/cuda/detail/launch.cuh
 namespace {
 
 using detail::View3;

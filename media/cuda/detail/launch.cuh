@@ -1,5 +1,7 @@
-// Private to the .cu files of pipeline/kernels/cuda: views as kernels see them, launch shapes,
-// argument checks. Includes CUDA headers; never included by a public header.
+// Private to the .cu files of the device kernels (pipeline/kernels/cuda, decoders/kernels/cuda):
+// views as kernels see them, launch shapes, argument checks. In media/ because both layers'
+// kernels use it. Includes CUDA headers; never included by a public header. The kernels'
+// files name it `detail` (namespace detail = hdl::cuda::detail).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,7 +15,7 @@
 #include "media/cuda/stream.h"
 #include "media/tensor.h"
 
-namespace hdl::kernels::cuda::detail {
+namespace hdl::cuda::detail {
 
 /// A 3-D view by value: element (a, b, c) at data[a * s0 + b * s1 + c * s2].
 template <typename T>
@@ -31,7 +33,7 @@ View3<T> view3(const V& v) {
           v.shape[0], v.shape[1], v.shape[2], v.strides[0], v.strides[1], v.strides[2]};
 }
 
-inline cudaStream_t raw(const hdl::cuda::Stream& s) { return static_cast<cudaStream_t>(s.handle()); }
+inline cudaStream_t raw(const Stream& s) { return static_cast<cudaStream_t>(s.handle()); }
 
 /// Blocks of 32 x 8 threads over a w x h plane (times n in z); y is grid-strided past 65535
 /// blocks, so kernels loop over y.
@@ -43,7 +45,7 @@ inline dim3 grid2(int64_t w, int64_t h, int64_t n = 1) {
 }
 
 /// The stream is usable and every view lives on its device.
-inline Status check_device(const char* what, const hdl::cuda::Stream& s,
+inline Status check_device(const char* what, const Stream& s,
                            std::initializer_list<Device> views) {
   if (!s.valid() || s.device().is_cpu()) {
     return Status::invalid_argument(std::string(what) + ": needs a CUDA stream");
@@ -59,7 +61,7 @@ inline Status check_device(const char* what, const hdl::cuda::Stream& s,
 
 /// Ok, or the launch's error named after `what`.
 inline Status launched(const char* what) {
-  return hdl::cuda::detail::to_status(cudaGetLastError(), std::string(what) + " launch");
+  return to_status(cudaGetLastError(), std::string(what) + " launch");
 }
 
-}  // namespace hdl::kernels::cuda::detail
+}  // namespace hdl::cuda::detail

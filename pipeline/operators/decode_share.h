@@ -1,7 +1,8 @@
 // DecodeShare: for a JPEG the device's hardware decoder could take, which engine decodes it —
 // the hardware (in the batch's one batched call) or a CPU thread (libjpeg-turbo, where ROI
 // decode and the JPEG index make a random crop cheap) — so that both finish a batch together.
-// Used by the mixed stage's image decoder (private).
+// Used by image_decoder in the mixed stage (its only user; internal to pipeline/operators,
+// not installed).
 //
 // The share of eligible images sent to the CPU follows the measured rates of both engines:
 //
@@ -34,7 +35,7 @@
 #include "media/api.h"
 
 HDL_API_BEGIN
-namespace hdl::detail {
+namespace hdl {
 
 struct DecodeShareOptions {
   double fixed_cpu_share = -1;    ///< in [0, 1]: this share, always; < 0: adaptive
@@ -82,5 +83,5 @@ class DecodeShare {
   uint64_t batches_ = 0;
 };
 
-}  // namespace hdl::detail
+}  // namespace hdl
 HDL_API_END

@@ -1,4 +1,6 @@
-// FileSystem: the seam through which the pipeline reads sample files.
+// FileSystem: the seam through which sample files are read (the pipeline's readers, and the
+// video decoder, which reads a clip's bytes through a RandomAccessFile). It lives in media/
+// because both layers use it.
 //
 // Modelled on LevelDB's Env: readers never call open()/pread() themselves but go through an
 // abstract FileSystem, so a test (or a user with an object store, a FUSE mount that needs

@@ -1,4 +1,4 @@
-#include "pipeline/file_system.h"
+#include "media/file_system.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 // The real (POSIX) FileSystem: what it reports for the failures a test can cause for real.
 // The rest (EIO, short reads) cannot be caused on demand and is injected in
-// fault_injection_test.cc.
-#include "pipeline/file_system.h"
+// fault_injection_test.cc (tests/pipeline).
+#include "media/file_system.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "pipeline/detail/decode_share.h"
+#include "pipeline/operators/decode_share.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -6,7 +6,7 @@
 
 #include "pipeline/random.h"
 
-namespace hdl::detail {
+namespace hdl {
 namespace {
 
 void require(bool ok, const std::string& what) {
@@ -70,4 +70,4 @@ DecodeShare::Stats DecodeShare::stats() const {
   return {cpu_share(), cpu_cost_, hw_cost_, batches_};
 }
 
-}  // namespace hdl::detail
+}  // namespace hdl

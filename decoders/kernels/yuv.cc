@@ -1,5 +1,5 @@
 // YUV -> RGB: the matrix from libswscale's tables, the argument checks, the host twin.
-#include "pipeline/kernels/yuv.h"
+#include "decoders/kernels/yuv.h"
 
 extern "C" {
 #include <libswscale/swscale.h>

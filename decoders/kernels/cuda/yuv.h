@@ -1,15 +1,15 @@
-// Device YUV -> RGB: the twin of kernels::yuv_to_rgb (pipeline/kernels/yuv.h) on frames in
+// Device YUV -> RGB: the twin of kernels::yuv_to_rgb (decoders/kernels/yuv.h) on frames in
 // device memory (NVDEC's NV12 / P010 / P016 / YUV444P / YUV444P16 surfaces), the same
 // arithmetic per pixel, so the same bytes as the host twin.
 //
 // Thread safety: reentrant.
 #pragma once
 
+#include "decoders/kernels/yuv.h"
 #include "media/api.h"
 #include "media/cuda/stream.h"
 #include "media/status.h"
 #include "media/tensor.h"
-#include "pipeline/kernels/yuv.h"
 
 HDL_API_BEGIN
 namespace hdl::kernels::cuda {
