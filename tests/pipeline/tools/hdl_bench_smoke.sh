@@ -4,7 +4,7 @@
 set -euo pipefail
 BENCH=$1 CORPUS=$2 WORK=$3
 TRAIN=$CORPUS/imagenet/train
-if [ ! -d "$TRAIN" ]; then echo "SKIP: no corpus at $TRAIN (../shared/corpus/make_corpus.sh)"; exit 77; fi
+if [ ! -d "$TRAIN" ]; then echo "SKIP: no corpus at $TRAIN (tests/corpus/make_corpus.sh)"; exit 77; fi
 PY=$(command -v /usr/bin/python3 || command -v python3)
 rm -rf "$WORK" && mkdir -p "$WORK"
 # A file list of 24 images in 3 classes: "relative/path label".
