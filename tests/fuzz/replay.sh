@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # CTest's fuzz_replay_<target>: runs a replay build of TARGET (or the libFuzzer build, with
 # -runs=0) over the committed inputs and, when the corpus exists, a handful of corpus seeds.
-#   replay.sh BINARY TARGET CORPUS_DIR INPUT...
+#   replay.sh BINARY TARGET CORPUS_DIR INPUT...     ($HDL_CORPUS_DIR, when set, overrides CORPUS_DIR)
 set -euo pipefail
-bin=$1 target=$2 corpus=$3
+bin=$1 target=$2 corpus=${HDL_CORPUS_DIR:-$3}
 shift 3
 inputs=("$@")
 tmp=$(mktemp -d)
