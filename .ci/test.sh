@@ -24,7 +24,7 @@ export HDL_CORPUS_DIR=${HDL_CORPUS_DIR:-$ROOT/build/corpus}
 if [ -d "$HDL_CORPUS_DIR/imagenet/train" ] && [ -f "$HDL_CORPUS_DIR/SHA256SUMS" ]; then
   echo "test.sh: corpus at $HDL_CORPUS_DIR (cached)" >&2
 else
-  echo "test.sh: building the corpus into $HDL_CORPUS_DIR (tests/corpus/make_corpus.sh; a few minutes)" >&2
+  echo "test.sh: building the corpus into $HDL_CORPUS_DIR (tests/corpus/make_corpus.sh: about 450 MB of downloads, 5-20 minutes)" >&2
   mkdir -p "$ROOT/build"
   bash tests/corpus/make_corpus.sh "$HDL_CORPUS_DIR" >"$ROOT/build/corpus.log" 2>&1 || {
     tail -20 "$ROOT/build/corpus.log" >&2; exit 1; }
