@@ -27,7 +27,7 @@ if [ -z "${HDL_CORPUS_DIR:-}" ]; then
   done
 fi
 HDL_CORPUS_DIR=${HDL_CORPUS_DIR:-$ROOT/build/corpus}
-[ -d "$HDL_CORPUS_DIR/tests" ] || echo "fuzz.sh: no corpus at $HDL_CORPUS_DIR: committed seeds and regressions only" >&2
+[ -d "$HDL_CORPUS_DIR/tests" ] || echo "fuzz.sh: no corpus at $HDL_CORPUS_DIR (tests/corpus/make_corpus.sh builds it): committed seeds and regressions only" >&2
 
 export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-$(command -v ccache || true)}
 export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-$(command -v ccache || true)}

@@ -10,9 +10,10 @@
 #      every corpus file, fuzz regression inputs, early-stop races, fault injection, soak);
 #   5. the executor's concurrency tests under ThreadSanitizer (.ci/tsan.sh);
 #   6. every fuzz target for FUZZ_SECONDS (default 60) each (.ci/fuzz.sh).
-# Tests use the real-media corpus from ../shared/corpus/make_corpus.sh, built once into
-# build/corpus and reused (HDL_CORPUS_DIR overrides). Without ../shared, corpus tests are
-# skipped with a visible reason. SKIP_TORCH2=1, SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1 skip steps
+# Tests use the real-media corpus that tests/corpus/make_corpus.sh builds from Debian packages,
+# built once into build/corpus and reused (HDL_CORPUS_DIR overrides; the ASan build reads the
+# same one through it). A corpus that fails to build stops the script; corpus tests skip, with
+# a reason, only when run without one. SKIP_TORCH2=1, SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1 skip steps
 # 3, 4, 5, 6.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,15 +21,13 @@ ROOT=$PWD
 bash .ci/install_deps.sh
 
 export HDL_CORPUS_DIR=${HDL_CORPUS_DIR:-$ROOT/build/corpus}
-CORPUS_SCRIPT=${CORPUS_SCRIPT:-$ROOT/../shared/corpus/make_corpus.sh}
 if [ -d "$HDL_CORPUS_DIR/imagenet/train" ] && [ -f "$HDL_CORPUS_DIR/SHA256SUMS" ]; then
   echo "test.sh: corpus at $HDL_CORPUS_DIR (cached)" >&2
-elif [ -x "$CORPUS_SCRIPT" ] || [ -f "$CORPUS_SCRIPT" ]; then
-  echo "test.sh: building the corpus into $HDL_CORPUS_DIR (about 2 minutes)" >&2
-  bash "$CORPUS_SCRIPT" "$HDL_CORPUS_DIR" >"$ROOT/build-corpus.log" 2>&1 || {
-    tail -20 "$ROOT/build-corpus.log" >&2; exit 1; }
 else
-  echo "test.sh: no corpus and no $CORPUS_SCRIPT: corpus tests will be skipped" >&2
+  echo "test.sh: building the corpus into $HDL_CORPUS_DIR (tests/corpus/make_corpus.sh: about 450 MB of downloads, 5-20 minutes)" >&2
+  mkdir -p "$ROOT/build"
+  bash tests/corpus/make_corpus.sh "$HDL_CORPUS_DIR" >"$ROOT/build/corpus.log" 2>&1 || {
+    tail -20 "$ROOT/build/corpus.log" >&2; exit 1; }
 fi
 
 echo "== Release build (CMake's default generator) and tests" >&2

@@ -12,7 +12,8 @@
 
 namespace hdl::testing {
 
-/// The ../shared corpus (make_corpus.sh output): $HDL_CORPUS_DIR, else the configured one.
+/// The real-media corpus (tests/corpus/make_corpus.sh output): $HDL_CORPUS_DIR, else the
+/// configured one (CMake's HDL_CORPUS_DIR, default <build dir>/corpus).
 inline std::filesystem::path corpus_dir() {
   if (const char* env = std::getenv("HDL_CORPUS_DIR"); env && *env) return env;
   return HDL_CORPUS_DIR;
@@ -25,7 +26,7 @@ inline bool have_corpus() { return std::filesystem::exists(corpus_dir() / "image
   do {                                                                                    \
     if (!::hdl::testing::have_corpus())                                                   \
       GTEST_SKIP() << "corpus not found at " << ::hdl::testing::corpus_dir()              \
-                   << " (run ../shared/corpus/make_corpus.sh build/corpus, or set "        \
+                   << " (run tests/corpus/make_corpus.sh build/corpus, or set "           \
                       "HDL_CORPUS_DIR)";                                                   \
   } while (0)
 

@@ -27,6 +27,7 @@
 #   INSTALL_DEPS=1         when root, apt-get install python3-pil if /usr/bin/python3 lacks PIL
 #
 # Needs: apt-get, dpkg-deb, tar, /usr/bin/python3 with PIL (Debian package python3-pil).
+# Downloading and unpacking are debian_media.sh's, shared with tests/corpus/make_corpus.sh.
 set -euo pipefail
 
 GEN_VERSION=3
@@ -46,12 +47,12 @@ SEED=${SEED:-20240601}
 GRAY=${GRAY:-1}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 FORCE=${FORCE:-0}
-KEEP_DEBS=${KEEP_DEBS:-1}
-INSTALL_DEPS=${INSTALL_DEPS:-1}
-
-t0=$(date +%s)
-log() { printf '[prepare_sample_data %3ds] %s\n' $(( $(date +%s) - t0 )) "$*" >&2; }
-die() { printf 'prepare_sample_data: error: %s\n' "$*" >&2; exit 1; }
+DM_NAME=prepare_sample_data
+DM_CACHE=$CACHE
+# shellcheck source=debian_media.sh
+. "$(dirname "$0")/debian_media.sh"     # dm_log, dm_die, dm_install, dm_apt_ready, dm_fetch
+log() { dm_log "$@"; }
+die() { dm_die "$@"; }
 
 summary() {
   local ntr nva ncl mb
@@ -76,18 +77,10 @@ fi
 # ---------------------------------------------------------------------------------------------
 # 1. tools
 # ---------------------------------------------------------------------------------------------
-command -v apt-get >/dev/null || die "apt-get not found (this script targets Debian 12 'bookworm')"
-command -v dpkg-deb >/dev/null || die "dpkg-deb not found"
 if ! { [ -x "$PY" ] && "$PY" -c 'import PIL' 2>/dev/null; }; then
-  if [ "$INSTALL_DEPS" = 1 ] && [ "$(id -u)" = 0 ]; then
-    log "installing python3-pil (for $PY)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-pil >/dev/null \
-      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-pil >/dev/null; } \
-      || die "could not install python3-pil"
-  else
-    die "$PY with PIL is required: install the Debian package python3-pil (sudo apt-get install python3-pil)"
-  fi
+  dm_install python3-pil
 fi
+dm_apt_ready kphotoalbum
 
 # ---------------------------------------------------------------------------------------------
 # 2. packages (pinned bookworm versions; falls back to the current candidate if a pin is gone)
@@ -168,52 +161,14 @@ objects|python3-skimage|usr/lib/python3/dist-packages/skimage/data/rocket.jpg
 EOF
 )
 
-mkdir -p "$CACHE/debs" "$CACHE/src"
-if ! apt-cache show kphotoalbum >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then
-    log "apt package lists look empty: running apt-get update"
-    apt-get update -q >/dev/null || die "apt-get update failed"
-  else
-    die "apt-cache does not know kphotoalbum: run 'sudo apt-get update' first"
-  fi
-fi
-# apt drops privileges to _apt for downloads; avoid its warning when it cannot write to $CACHE
-APT_OPTS=(-q)
-[ "$(id -u)" = 0 ] && APT_OPTS+=(-o APT::Sandbox::User=root)
-
-: > "$CACHE/versions.tsv"
+mkdir -p "$CACHE"; : > "$CACHE/versions.tsv"
 log "$(echo "$PACKAGES" | wc -l) packages (about 110 MB to download when not cached) in $CACHE"
 while IFS='|' read -r pkg ver lic extra; do
-  deb=$(ls "$CACHE/debs/${pkg}_"*.deb 2>/dev/null | head -1 || true)
-  if [ -z "$deb" ] && [ -f "$CACHE/src/$pkg/.deb" ]; then
-    deb=$(cat "$CACHE/src/$pkg/.deb")          # unpacked earlier, .deb deleted (KEEP_DEBS=0)
-    got=$(cat "$CACHE/src/$pkg/.version")
-  else
-    if [ -z "$deb" ]; then
-      aptlog=$(mktemp)
-      if ! ( cd "$CACHE/debs" && apt-get "${APT_OPTS[@]}" download "$pkg=$ver" ) >"$aptlog" 2>&1; then
-        log "WARNING: $pkg=$ver is no longer in the archive; using the current candidate (output bytes may differ)"
-        ( cd "$CACHE/debs" && apt-get "${APT_OPTS[@]}" download "$pkg" ) >"$aptlog" 2>&1 \
-          || { cat "$aptlog" >&2; die "apt-get download $pkg failed"; }
-      fi
-      rm -f "$aptlog"
-      deb=$(ls "$CACHE/debs/${pkg}_"*.deb | head -1)
-      log "  downloaded $(basename "$deb") ($(( $(stat -c %s "$deb") / 1000000 )) MB)"
-    fi
-    got=$(dpkg-deb -f "$deb" Version)
-    if [ "$(cat "$CACHE/src/$pkg/.deb" 2>/dev/null || true)" != "$(basename "$deb")" ]; then
-      rm -rf "$CACHE/src/$pkg"; mkdir -p "$CACHE/src/$pkg"
-      members=("./usr/share/doc/$pkg/copyright")
-      while IFS='|' read -r _c p f; do [ "$p" = "$pkg" ] && members+=("./$f"); done <<< "$IMAGES"
-      for e in $extra; do members+=("./$e"); done
-      # a member missing from a newer package version is reported below by the generator
-      dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$CACHE/src/$pkg" --wildcards "${members[@]}" 2>/dev/null || true
-      basename "$deb" > "$CACHE/src/$pkg/.deb"
-      echo "$got" > "$CACHE/src/$pkg/.version"
-    fi
-    [ "$KEEP_DEBS" = 1 ] || rm -f "$deb"
-  fi
-  printf '%s\t%s\t%s\t%s\t%s\n' "$pkg" "$got" "$lic" "$(basename "$deb")" "$extra" >> "$CACHE/versions.tsv"
+  members=()
+  while IFS='|' read -r _c p f; do [ "$p" = "$pkg" ] && members+=("./$f"); done <<< "$IMAGES"
+  for e in $extra; do members+=("./$e"); done
+  dm_fetch "$pkg" "$ver" "${members[@]}"     # a member a newer version lacks is reported below
+  printf '%s\t%s\t%s\t%s\t%s\n' "$pkg" "$DM_VERSION" "$lic" "$DM_DEB" "$extra" >> "$CACHE/versions.tsv"
 done <<< "$PACKAGES"
 
 # ---------------------------------------------------------------------------------------------
@@ -240,7 +195,7 @@ srcs = []             # (class, package, member)
 for line in open(os.path.join(build, "images.txt")):
     if line.strip():
         c, p, f = line.strip().split("|")
-        if os.path.isfile(os.path.join(cache, "src", p, f)):
+        if os.path.isfile(os.path.join(cache, "root", p, f)):
             srcs.append((c, p, f))
         else:
             log(f"WARNING: {p}: {f} missing in this package version; skipped")
@@ -254,7 +209,7 @@ jobs_by_src = {}      # src -> list of (split, index)
 for c in classes:
     # (the grayscale photo stays in train, so the main job sees a 1-channel JPEG now and then)
     members = sorted((s for s in srcs if s[0] == c),
-                     key=lambda s: (Image.open(os.path.join(cache, "src", s[1], s[2])).mode == "L",
+                     key=lambda s: (Image.open(os.path.join(cache, "root", s[1], s[2])).mode == "L",
                                     key("split", s[1], s[2])))
     n_hold = max(1, round(0.15 * len(members)))
     if len(members) < 2:
@@ -283,7 +238,7 @@ def load(path):
 
 def derive(task):
     (c, p, f), outs = task
-    im = load(os.path.join(cache, "src", p, f))
+    im = load(os.path.join(cache, "root", p, f))
     W, H = im.size
     stem = os.path.splitext(os.path.basename(f))[0].lower().replace("_", "-")
     rows = []
@@ -345,7 +300,7 @@ with open(os.path.join(build, "SOURCES.tsv"), "w") as fh:
     for line in open(os.path.join(cache, "versions.tsv")):
         p, ver, lic, deb, extra = line.rstrip("\n").split("\t")
         made = sum(1 for r in rows if r[3] == p)
-        src_root = os.path.join(cache, "src", p)
+        src_root = os.path.join(cache, "root", p)
         cp = os.path.join(src_root, "usr/share/doc", p, "copyright")
         if os.path.isfile(cp):
             shutil.copyfile(cp, os.path.join(lic_dir, f"{p}.copyright"))

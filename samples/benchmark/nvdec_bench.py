@@ -55,7 +55,7 @@ def main() -> None:
     videos = a.video or [os.path.join(corpus, "video/original/dog_phone_h264_1920x1080.mp4")]
     for v in videos:
         if not os.path.isfile(v):
-            raise SystemExit(f"{v} not found (run ../shared/corpus/make_corpus.sh, or give --video)")
+            raise SystemExit(f"{v} not found (run tests/corpus/make_corpus.sh build/corpus, or give --video)")
     bench = os.path.join(a.build if os.path.isabs(a.build) else os.path.join(ROOT, a.build), "bin/hdl-bench")
     results = {"videos": videos, "copies": a.copies, "threads": a.threads, "rounds": []}
     with tempfile.TemporaryDirectory() as tree:

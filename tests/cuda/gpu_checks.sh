@@ -7,8 +7,9 @@
 # of ../shared/device/build_on_device.sh whose ninja line builds ${HDL_TARGETS:-} (34 s, not all):
 #   HDL_TARGETS="hdl _C hdl-bench cuda_gpu_test" bash .device/build_on_device.sh .device && . .device/env.sh &&
 #     HDL_GPU_DEADLINE=380 bash tests/cuda/gpu_checks.sh build-device $PWD/.device/corpus /tmp/logs
-# CORPUS_DIR is a corpus (or a slice of one: make_corpus_subset.sh, tests/cuda/video_subset.sh);
-# its imagenet/train photos are repeated through symlinks for the benchmarks.
+# CORPUS_DIR is a corpus (tests/corpus/make_corpus.sh) or a slice of one (make_corpus_subset.sh,
+# tests/cuda/video_subset.sh); its imagenet/train photos are repeated through symlinks for the
+# benchmarks.
 # STEPS (default all): a comma-separated subset of
 #   correctness, in parallel:  ctest (CTest label gpu), memcheck, racecheck, synccheck
 #                              (compute-sanitizer over the mixed stage, the gpu stage and NVDEC),

@@ -67,6 +67,7 @@ TEST(NvjpegTest, HardwareDecoderSaysWhyItCannotRunAndAnswersEveryCallSo) {
                 s.message().find("no hardware JPEG engines on cuda:0") != std::string::npos) << s.message();
   }
   EXPECT_EQ(hw.status().message(), s.message());  // kept, not retried
+  HDL_REQUIRE_CORPUS();  // the calls below take a real JPEG
   const std::vector<uint8_t> jpeg = corpus_file("jpeg/ok/gdk_valid1_400.jpg");
   const Result<ImageInfo> info = hw.supports(jpeg, DecodeRequest{});
   ASSERT_FALSE(info.is_ok());
@@ -82,6 +83,7 @@ TEST(NvjpegTest, HardwareDecoderSaysWhyItCannotRunAndAnswersEveryCallSo) {
 }
 
 TEST(NvjpegTest, HardwareStructureCheckSendsMultiScanAndTruncatedFilesToTheCpu) {
+  HDL_REQUIRE_CORPUS();
   const std::vector<uint8_t> ok = corpus_file("jpeg/ok/gdk_valid1_400.jpg");
   EXPECT_TRUE(hardware_jpeg_structure(ok).is_ok()) << hardware_jpeg_structure(ok).to_string();
   EXPECT_TRUE(hardware_jpeg_structure(corpus_file("jpeg/ok/gdk_cat_gray_512.jpg")).is_ok());

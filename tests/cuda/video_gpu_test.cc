@@ -32,7 +32,8 @@ fs::path video_dir() { return corpus_dir() / "video"; }
 #define HDL_REQUIRE_VIDEO_CORPUS()                                                                   \
   do {                                                                                               \
     if (!fs::exists(video_dir() / "MANIFEST.tsv"))                                                   \
-      GTEST_SKIP() << "video corpus not found at " << video_dir() << " (run ../shared/corpus/make_corpus.sh)"; \
+      GTEST_SKIP() << "video corpus not found at " << video_dir()                                    \
+                   << " (run tests/corpus/make_corpus.sh)";                                          \
   } while (0)
 
 #define HDL_REQUIRE_NVDEC()                                                                          \

@@ -47,7 +47,7 @@ fs::path video_dir() { return corpus_dir() / "video"; }
   do {                                                                                       \
     if (!fs::exists(video_dir() / "MANIFEST.tsv"))                                           \
       GTEST_SKIP() << "video corpus not found at " << video_dir()                            \
-                   << " (run ../shared/corpus/make_corpus.sh build/corpus, or set HDL_CORPUS_DIR)"; \
+                   << " (run tests/corpus/make_corpus.sh build/corpus, or set HDL_CORPUS_DIR)"; \
   } while (0)
 
 bool have_ffmpeg() {

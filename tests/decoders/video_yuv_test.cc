@@ -113,7 +113,7 @@ class YuvTwin : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(YuvTwin, CloseToTheCpuPathAndTheSameForEitherLayout) {
   const fs::path path = corpus_dir() / "video" / GetParam();
-  if (!fs::exists(path)) GTEST_SKIP() << path << " not found (run ../shared/corpus/make_corpus.sh build/corpus)";
+  if (!fs::exists(path)) GTEST_SKIP() << path << " not found (run tests/corpus/make_corpus.sh build/corpus)";
   // The CPU path's frames 0..kFrames-1, unrotated.
   auto file = posix_file_system()->open(path.string());
   ASSERT_TRUE(file.is_ok()) << file.status().message();

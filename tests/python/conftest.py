@@ -1,4 +1,5 @@
-"""Shared fixtures: the real-photo corpus (HDL_CORPUS_DIR or build/corpus), small ImageFolders."""
+"""Shared fixtures: the real-photo corpus (HDL_CORPUS_DIR or build/corpus; tests/corpus/make_corpus.sh
+builds it), small ImageFolders."""
 
 import os
 import pathlib
@@ -16,7 +17,7 @@ def corpus_dir() -> pathlib.Path:
 def _imagenet(split: str) -> pathlib.Path:
     d = corpus_dir() / "imagenet" / split
     if not d.is_dir():
-        pytest.skip(f"corpus not found at {d} (set HDL_CORPUS_DIR or run .ci/test.sh to build it)")
+        pytest.skip(f"corpus not found at {d} (run tests/corpus/make_corpus.sh build/corpus, or set HDL_CORPUS_DIR)")
     return d
 
 

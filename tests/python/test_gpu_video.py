@@ -35,7 +35,7 @@ EXACT_CODECS = ("h264", "hevc", "vp8", "vp9", "av1")
 def video_root():
     root = os.path.join(os.environ.get("HDL_CORPUS_DIR", "build/corpus"), "video")
     if not os.path.isfile(os.path.join(root, "MANIFEST.tsv")):
-        pytest.skip(f"video corpus not found at {root} (run ../shared/corpus/make_corpus.sh)")
+        pytest.skip(f"video corpus not found at {root} (run tests/corpus/make_corpus.sh)")
     return root
 
 

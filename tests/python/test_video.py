@@ -36,7 +36,7 @@ ONE_STEP = 1 / 255 / min(KINETICS_STD) + 1e-5
 def video_root() -> pathlib.Path:
     d = corpus_dir() / "video"
     if not (d / "MANIFEST.tsv").is_file():
-        pytest.skip(f"video corpus not found at {d} (set HDL_CORPUS_DIR or run .ci/test.sh to build it)")
+        pytest.skip(f"video corpus not found at {d} (run tests/corpus/make_corpus.sh build/corpus, or set HDL_CORPUS_DIR)")
     return d
 
 

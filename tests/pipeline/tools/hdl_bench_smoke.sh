@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # hdl_bench_smoke.sh HDL_BENCH CORPUS_DIR WORK_DIR: runs hdl-bench on 24 corpus JPEGs (as files and
-# as tar shards) and checks
-# its --json report with Python's json module (exit 77 = skipped: no corpus).
+# as tar shards) and checks its --json report with Python's json module (exit 77 = skipped: no
+# corpus). $HDL_CORPUS_DIR, when set, overrides CORPUS_DIR.
 set -euo pipefail
-BENCH=$1 CORPUS=$2 WORK=$3
+BENCH=$1 CORPUS=${HDL_CORPUS_DIR:-$2} WORK=$3
 TRAIN=$CORPUS/imagenet/train
-if [ ! -d "$TRAIN" ]; then echo "SKIP: no corpus at $TRAIN (../shared/corpus/make_corpus.sh)"; exit 77; fi
+if [ ! -d "$TRAIN" ]; then echo "SKIP: no corpus at $TRAIN (tests/corpus/make_corpus.sh)"; exit 77; fi
 PY=$(command -v /usr/bin/python3 || command -v python3)
 rm -rf "$WORK" && mkdir -p "$WORK"
 # A file list of 24 images in 3 classes: "relative/path label".
