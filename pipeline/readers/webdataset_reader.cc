@@ -164,11 +164,10 @@ class WebDatasetReader final : public SourceOperator {
             if (f.ext == label_field_) smp.label = {f.offset, f.size};
         samples_.push_back(smp);
         paths.push_back(shards_[s] + "/" + is.key);
-        keys_.push_back(std::move(is.key));
       }
       indexes[s] = Status::internal("released");  // the compact table is all that is kept
     }
-    // keys_ holds the keys of indexed samples only; key_of() maps a sample to its key.
+    // The dataset's paths are "<shard>/<key>" (a failed shard's one sample: the shard alone).
     dataset_ = std::make_shared<Dataset>(Dataset::from_samples(paths, {}));
   }
 
@@ -240,13 +239,9 @@ class WebDatasetReader final : public SourceOperator {
   }
 
   std::string_view key_of(int64_t sample) const {
-    // Failed shards hold one sample without a key; the keys of the others are in order.
-    int64_t before = 0;
-    for (const auto& f : failed_shards_) {
-      if (f.first == sample) return {};
-      if (f.first < sample) ++before;
-    }
-    return keys_[static_cast<size_t>(sample - before)];
+    const std::string_view path = dataset_->relative_path(sample);
+    const size_t shard = shards_[static_cast<size_t>(samples_[static_cast<size_t>(sample)].shard)].size();
+    return path.size() > shard ? path.substr(shard + 1) : std::string_view();
   }
 
   Sharding sharding_;
@@ -258,7 +253,6 @@ class WebDatasetReader final : public SourceOperator {
   std::vector<std::string> shards_;  // paths, in spec order
   // Filled by prepare():
   std::vector<ShardSample> samples_;
-  std::vector<std::string> keys_;
   std::vector<std::pair<int64_t, Status>> failed_shards_;  // (its sample, why)
   int64_t missing_skipped_ = 0;
   std::shared_ptr<const Dataset> dataset_;
@@ -282,7 +276,7 @@ OpSchema webdataset_reader_schema() {
   s.is_source = true;
   s.outputs = {{"encoded", "the bytes of the sample's field (uint8, 1-D): the first of `field`'s alternatives"},
                {"label", "label_field's text as an integer (int64 scalar; -1 without one)"},
-               {"index", "the sample's index in the dataset (int64 scalar): its key and shard from the pipeline"}};
+               {"index", "the sample's index in the dataset (int64 scalar); the pipeline's dataset names it \"<shard>/<key>\""}};
   s.args = {
       {"urls", ArgType::kStrings, ArgValue(std::vector<std::string>{}), "shard specs, webdataset's: brace expansion (\"train-{000000..000127}.tar\"), \"::\"-joined lists, or a list of specs"},
       {"file_root", ArgType::kString, ArgValue(""), "folder relative shard names are in (\"\": as given)"},

@@ -9,7 +9,8 @@ Normalize) over the same images, one epoch at a time, through:
   folder   HabanaDataLoader(ImageFolder)                    the same loader on loose files
   shards   HabanaDataLoader(habana_dataloader.WebDataset)    native: webdataset_reader
   wds      webdataset.WebDataset + torch's DataLoader       num_workers=--workers (one per core)
-and prints images/s per epoch (the best of epochs >= 1), the time from iter() to the first batch
+and prints images/s per epoch (the best of epochs >= 1; with --cold, of all epochs, each read
+with the files evicted from the page cache first), the time from iter() to the first batch
 (epoch 0 of a fresh loader: the index is read from its sidecar; "--cold-index" deletes the
 sidecars first, so the index is built), and the ratios shards/folder and shards/wds. webdataset
 needs pip's torch venv (.ci/torch2.sh pins it); without it that row is skipped.
@@ -29,11 +30,26 @@ MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 TRAIN = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(MEAN, STD)])
 
 
-def run(name, make, epochs):
+def evict(files):
+    """Drops the files' pages from the page cache (posix_fadvise DONTNEED): the next read is cold."""
+    for f in files:
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def run(name, make, epochs, cold_files=None):
+    if cold_files:
+        evict(cold_files)
     t0 = time.perf_counter()
     loader = make()
     rates, first = [], None
     for epoch in range(epochs):
+        if cold_files:
+            evict(cold_files)
         t = time.perf_counter()
         n = 0
         for x, _ in loader:
@@ -42,7 +58,7 @@ def run(name, make, epochs):
             n += x.shape[0]
         rates.append(n / (time.perf_counter() - t))
         print(f"  {name:7s} epoch {epoch}: {rates[-1]:8.1f} images/s ({n} images)", flush=True)
-    best = max(rates[1:]) if len(rates) > 1 else rates[0]
+    best = max(rates[1:]) if len(rates) > 1 and not cold_files else max(rates)
     return best, first
 
 
@@ -56,6 +72,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count(), help="torch DataLoader workers for wds")
     ap.add_argument("--maxcount", type=int, default=256, help="samples per shard")
     ap.add_argument("--cold-index", action="store_true", help="delete the index sidecars before the shards run")
+    ap.add_argument("--cold", action="store_true",
+                    help="evict the shards and the image files from the page cache before every epoch")
     a = ap.parse_args()
 
     from habana_dataloader import HabanaDataLoader, WebDataset, write_shards
@@ -81,9 +99,11 @@ def main() -> None:
         ds = torchvision.datasets.ImageFolder(a.root, TRAIN)
         return HabanaDataLoader(ds, batch_size=a.batch, shuffle=True, num_threads=a.threads, strict=True)
 
+    shard_files = sorted(glob.glob(os.path.join(out, "*.tar")))
+    image_files = [p for p, _ in torchvision.datasets.ImageFolder(a.root).samples]
     results = {}
-    results["shards"] = run("shards", ours, a.epochs)
-    results["folder"] = run("folder", folder, a.epochs)
+    results["shards"] = run("shards", ours, a.epochs, shard_files if a.cold else None)
+    results["folder"] = run("folder", folder, a.epochs, image_files if a.cold else None)
     try:
         import webdataset as wds
 
@@ -91,7 +111,7 @@ def main() -> None:
             ds = (wds.WebDataset(spec, shardshuffle=100, nodesplitter=wds.split_by_node, seed=0).shuffle(1000)
                   .decode("pil").to_tuple("jpeg;jpg;png", "cls").map_tuple(TRAIN, None))
             return torch.utils.data.DataLoader(ds, batch_size=a.batch, num_workers=a.workers)
-        results["wds"] = run("wds", theirs, a.epochs)
+        results["wds"] = run("wds", theirs, a.epochs, shard_files if a.cold else None)
     except ImportError:
         print("  wds: skipped (no webdataset package: use the torch2 venv, .ci/torch2.sh)")
     print("\nloader   best images/s   first batch")

@@ -1,8 +1,6 @@
 """DistributedSampler with 2 ranks in 2 processes (gloo on 127.0.0.1)."""
 
-import hashlib
 import os
-import socket
 
 import torch
 import torch.distributed as dist
@@ -11,13 +9,10 @@ import torchvision
 import torchvision.transforms as T
 from torch.utils.data.distributed import DistributedSampler
 
+from ranks import digest, free_port, gather_and_save
 from habana_dataloader import HabanaDataLoader
 
 SMALL = T.Compose([T.Resize(40), T.CenterCrop(32), T.PILToTensor()])
-
-
-def digest(image: torch.Tensor) -> str:
-    return hashlib.sha1(image.contiguous().numpy().tobytes()).hexdigest()
 
 
 def _rank(rank: int, world: int, port: int, root: str, out: str) -> None:
@@ -31,17 +26,7 @@ def _rank(rank: int, world: int, port: int, root: str, out: str) -> None:
         batches = [(x, y) for x, y in loader]
         results.append((len(batches), [digest(img) for x, _ in batches for img in x],
                         [list(sampler)]))
-    gathered = [None] * world
-    dist.all_gather_object(gathered, results)
-    if rank == 0:
-        torch.save(gathered, out)
-    dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    gather_and_save(results, world, out)
 
 
 def test_two_ranks_are_disjoint_complete_and_equal(val_root, tmp_path):

@@ -2,9 +2,6 @@
 batches as torch's DataLoader over the same WebDataset, every sample exactly once per epoch,
 split across ranks with equal batches, and resumed mid-epoch with another world size."""
 
-import hashlib
-import os
-import socket
 
 import numpy as np
 import pytest
@@ -15,14 +12,11 @@ import torchvision
 import torchvision.transforms as T
 from torch.utils.data import DataLoader
 
+from ranks import digest, free_port, gather_and_save
 from habana_dataloader import HabanaDataLoader, WebDataset, write_shards
 from habana_dataloader._wds_dataset import epoch_order
 
 SMALL = T.Compose([T.Resize(40), T.CenterCrop(32), T.PILToTensor()])
-
-
-def digest(image: torch.Tensor) -> str:
-    return hashlib.sha1(image.contiguous().numpy().tobytes()).hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -144,17 +138,7 @@ def _rank(rank: int, world: int, port: int, spec: str, out: str) -> None:
     for epoch in range(2):
         batches = [(x, y) for x, y in loader]
         results.append((len(batches), [digest(img) for x, _ in batches for img in x]))
-    gathered = [None] * world
-    dist.all_gather_object(gathered, results)
-    if rank == 0:
-        torch.save(gathered, out)
-    dist.destroy_process_group()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    gather_and_save(results, world, out)
 
 
 @pytest.mark.parametrize("world", [2, 4])
