@@ -148,7 +148,7 @@ class ImageDecoderOp final : public Operator {
     HDL_ASSIGN_OR_RETURN(Shape shape, st.decoders.output_shape(bytes, req));
     if (shape[0] == region.decoded.h && shape[1] == region.decoded.w) return region;
     if (max_denom > 1) return region_for(bytes, image, window, 1, args, st, req);
-    return Status::internal("decoder output " + shape.to_string() + " differs from the planned region " +
+    return Status::internal("decoder output " + shape.to_string() + " differs from the region asked for " +
                             std::to_string(region.decoded.h) + "x" + std::to_string(region.decoded.w));
   }
 
@@ -305,7 +305,7 @@ class MixedImageDecoderOp final : public Operator {
     TensorView target;
     if (out) {
       target = *out;
-      if (target.shape != *shape) return Status::internal(where() + "the CPU decodes " + shape->to_string() + ", nvJPEG planned " + target.shape.to_string());
+      if (target.shape != *shape) return Status::internal(where() + "the CPU decodes " + shape->to_string() + ", nvJPEG's slot is " + target.shape.to_string());
     } else {
       HDL_ASSIGN_OR_RETURN(target, io.output(0, s, *shape, DType::kU8, Layout::kHWC));
     }
