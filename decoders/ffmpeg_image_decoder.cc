@@ -13,13 +13,14 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "decoders/detail/decode_plan.h"
+#include "decoders/detail/decode_window.h"
 #include "decoders/detail/image_header.h"
+#include "decoders/detail/pillow_color.h"
 
 namespace hdl {
 namespace {
 
-using detail::DecodePlan;
+using detail::DecodeWindow;
 
 // How to read R, G, B out of one packed pixel format: bytes per pixel and the byte offset of
 // the most significant byte of each channel (16-bit samples keep their high byte, as Pillow's
@@ -167,16 +168,16 @@ class FfmpegImageDecoder final : public ImageDecoder {
   }
 
   Result<Shape> output_shape(const ImageInfo& info, const DecodeRequest& request) override {
-    HDL_ASSIGN_OR_RETURN(DecodePlan plan, detail::plan_decode(info, request, 1));
-    return plan.shape;
+    HDL_ASSIGN_OR_RETURN(DecodeWindow window, detail::decode_window(info, request, 1));
+    return window.shape;
   }
 
   Result<DecodeReport> decode(std::span<const uint8_t> data, const DecodeRequest& request,
                               const TensorView& out) override {
     ImageInfo info;
     HDL_RETURN_IF_ERROR(detail::parse_image_header(data, &info));
-    HDL_ASSIGN_OR_RETURN(DecodePlan plan, detail::plan_decode(info, request, 1));
-    HDL_RETURN_IF_ERROR(detail::check_output(out, plan));
+    HDL_ASSIGN_OR_RETURN(DecodeWindow window, detail::decode_window(info, request, 1));
+    HDL_RETURN_IF_ERROR(detail::check_output(out, window));
     // FFmpeg's mjpeg has no scan limit; libjpeg-turbo's (JpegDecoder) is checked as it reads.
     if (info.format == "jpeg" && request.max_scans > 0 &&
         detail::count_jpeg_scans(data, request.max_scans) > request.max_scans)
@@ -190,7 +191,7 @@ class FfmpegImageDecoder final : public ImageDecoder {
     ctx->max_pixels = std::min<int64_t>(request.max_pixels, (info.width + 128) * (info.height + 16));
     Status s = decode_frame(ctx, data);
     if (s.is_ok()) s = check_frame(info);
-    if (s.is_ok()) s = write_window(plan, request.color, out);
+    if (s.is_ok()) s = write_window(window, request.color, out);
     av_frame_unref(frame_);
     av_packet_unref(packet_);
     avcodec_flush_buffers(ctx);  // ready for the next image
@@ -266,7 +267,7 @@ class FfmpegImageDecoder final : public ImageDecoder {
 
   // Converts the window's rows (hand loops for packed formats, libswscale for the rest) and
   // writes them, oriented, into `out`.
-  Status write_window(const DecodePlan& plan, ColorFormat color, const TensorView& out) {
+  Status write_window(const DecodeWindow& window, ColorFormat color, const TensorView& out) {
     const Packed* packed = find_packed(frame_->format);
     const uint8_t* plane = frame_->data[0];
     int64_t stride = frame_->linesize[0];
@@ -276,13 +277,13 @@ class FfmpegImageDecoder final : public ImageDecoder {
       plane = full_rgb_.data();
       stride = int64_t(frame_->width) * 3;
     }
-    const int64_t w = plan.scaled.w;
+    const int64_t w = window.scaled.w;
     if (row_.size() < size_t(w) * 3) row_.resize(size_t(w) * 3);  // grows only
-    for (int64_t r = 0; r < plan.scaled.h; ++r) {
-      const uint8_t* src = plane + (plan.scaled.y + r) * stride;
-      row_to_rgb(*packed, src, frame_->data[1], plan.scaled.x, w, row_.data());
+    for (int64_t r = 0; r < window.scaled.h; ++r) {
+      const uint8_t* src = plane + (window.scaled.y + r) * stride;
+      row_to_rgb(*packed, src, frame_->data[1], window.scaled.x, w, row_.data());
       finish_color(row_.data(), w, color);
-      detail::write_window_row(row_.data(), r, plan, out);
+      detail::write_window_row(row_.data(), r, window, out);
     }
     return Status::ok();
   }

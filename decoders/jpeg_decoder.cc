@@ -14,13 +14,14 @@
 
 #include "decoders/jpeg_index.h"
 
-#include "decoders/detail/decode_plan.h"
+#include "decoders/detail/decode_window.h"
 #include "decoders/detail/image_header.h"
+#include "decoders/detail/pillow_color.h"
 
 namespace hdl {
 namespace {
 
-using detail::DecodePlan;
+using detail::DecodeWindow;
 
 // libjpeg reports errors through callbacks. error_exit must not return, so it longjmps back to
 // the setjmp in the JpegDecoder method that called into libjpeg; warnings (corrupt or missing
@@ -147,33 +148,33 @@ class JpegDecoder final : public ImageDecoder {
   }
 
   Result<Shape> output_shape(const ImageInfo& info, const DecodeRequest& request) override {
-    HDL_ASSIGN_OR_RETURN(DecodePlan plan, detail::plan_decode(info, request, 8));
-    return plan.shape;
+    HDL_ASSIGN_OR_RETURN(DecodeWindow window, detail::decode_window(info, request, 8));
+    return window.shape;
   }
 
   Result<DecodeReport> decode(std::span<const uint8_t> data, const DecodeRequest& request,
                               const TensorView& out) override {
     if (!read_header(data)) return error_status();
     ImageInfo info = header_info(data, request.apply_orientation);
-    auto plan = detail::plan_decode(info, request, 8);
-    if (plan.is_ok()) {
-      Status s = detail::check_output(out, *plan);
-      if (!s.is_ok()) plan = s;
+    auto window = detail::decode_window(info, request, 8);
+    if (window.is_ok()) {
+      Status s = detail::check_output(out, *window);
+      if (!s.is_ok()) window = s;
     }
-    if (!plan.is_ok()) {
+    if (!window.is_ok()) {
       jpeg_abort_decompress(&cinfo_);
-      return plan.status();
+      return window.status();
     }
     slack_columns_ = request.slack_columns;
     err_.max_scans = request.max_scans;
     if (request.index_cache) {
       bool header_replaced = false;
-      if (auto done = decode_indexed(data, request, *plan, out, &header_replaced)) return std::move(*done);
+      if (auto done = decode_indexed(data, request, *window, out, &header_replaced)) return std::move(*done);
       if (header_replaced && !read_header(data)) return error_status();  // back to the file itself
     }
-    if (!decode_rows(*plan, output_mode(request.color), out)) return error_status();
+    if (!decode_rows(*window, output_mode(request.color), out)) return error_status();
     DecodeReport report;
-    report.scale_denom = plan->scale_denom;
+    report.scale_denom = window->scale_denom;
     if (err_.data_lost) {
       if (!request.allow_partial) return Status::invalid_data(err_.warning);
       report.partial = true;
@@ -241,9 +242,9 @@ class JpegDecoder final : public ImageDecoder {
     return Status::invalid_data(err_.message);
   }
 
-  // Runs the decompression for `plan` after read_header. False on a libjpeg error.
+  // Runs the decompression for `window` after read_header. False on a libjpeg error.
   // Only trivially destructible locals below setjmp: a longjmp skips destructors.
-  bool decode_rows(const DecodePlan& plan, OutputMode mode, const TensorView& out) {
+  bool decode_rows(const DecodeWindow& window, OutputMode mode, const TensorView& out) {
     if (setjmp(err_.jump)) {
       jpeg_abort_decompress(&cinfo_);
       return false;
@@ -252,30 +253,30 @@ class JpegDecoder final : public ImageDecoder {
     cinfo_.dct_method = options_.fast_idct ? JDCT_IFAST : JDCT_ISLOW;
     cinfo_.do_fancy_upsampling = options_.fancy_upsampling ? TRUE : FALSE;
     cinfo_.scale_num = 1;
-    cinfo_.scale_denom = static_cast<unsigned>(plan.scale_denom);
+    cinfo_.scale_denom = static_cast<unsigned>(window.scale_denom);
     jpeg_start_decompress(&cinfo_);
-    const int64_t d = plan.scale_denom;
-    if (cinfo_.output_width != JDIMENSION((plan.width + d - 1) / d) ||
-        cinfo_.output_height != JDIMENSION((plan.height + d - 1) / d))
+    const int64_t d = window.scale_denom;
+    if (cinfo_.output_width != JDIMENSION((window.width + d - 1) / d) ||
+        cinfo_.output_height != JDIMENSION((window.height + d - 1) / d))
       fail("libjpeg scaled to an unexpected size");
-    const Roi& win = plan.scaled;
+    const Roi& win = window.scaled;
     JDIMENSION x0 = 0, cols = cinfo_.output_width;
     if (win.w < int64_t(cols) && crop_is_exact()) crop_columns(win, &x0, &cols);
     size_t raw_bytes = size_t(cols) * mode.components;
-    size_t need = raw_bytes + size_t(win.w) * plan.channels;
+    size_t need = raw_bytes + size_t(win.w) * window.channels;
     if (scratch_.size() < need) scratch_.resize(need);  // grows only: no steady-state allocation
     skip_rows(JDIMENSION(win.y));
     // libjpeg writes `cols` pixels from column x0: straight into the caller's rows when the
     // columns outside the window fit in the caller's slack (or there are none).
     const int64_t left = int64_t(win.x) - int64_t(x0), right = int64_t(x0) + int64_t(cols) - (win.x + win.w);
     const int64_t slack = std::max<int64_t>(slack_columns_, 0);
-    bool direct = left <= slack && right <= slack && plan.orientation == 1 &&
-                  mode.convert == Convert::kNone && out.strides[1] == plan.channels &&
-                  (slack == 0 || out.strides[0] >= (win.w + 2 * slack) * plan.channels);
+    bool direct = left <= slack && right <= slack && window.orientation == 1 &&
+                  mode.convert == Convert::kNone && out.strides[1] == window.channels &&
+                  (slack == 0 || out.strides[0] >= (win.w + 2 * slack) * window.channels);
     if (direct) {
-      read_rows_into(out, win, left * plan.channels);
+      read_rows_into(out, win, left * window.channels);
     } else {
-      read_rows_via_scratch(plan, mode, out, int64_t(win.x) - int64_t(x0), cols);
+      read_rows_via_scratch(window, mode, out, int64_t(win.x) - int64_t(x0), cols);
     }
     jpeg_abort_decompress(&cinfo_);  // skips the rest of the file: nothing more is needed
     return true;
@@ -286,9 +287,9 @@ class JpegDecoder final : public ImageDecoder {
   // something about it fails (the caller then decodes the file itself; `*header_replaced` says
   // whether libjpeg must re-read the file's header first).
   std::optional<Result<DecodeReport>> decode_indexed(std::span<const uint8_t> data, const DecodeRequest& request,
-                                                     const DecodePlan& plan, const TensorView& out,
+                                                     const DecodeWindow& window, const TensorView& out,
                                                      bool* header_replaced) {
-    if (plan.orientation != 1 || plan.scale_denom != 1 || request.roi.empty()) return std::nullopt;
+    if (window.orientation != 1 || window.scale_denom != 1 || request.roi.empty()) return std::nullopt;
     if (cinfo_.progressive_mode || cinfo_.arith_code || cinfo_.restart_interval != 0 ||
         cinfo_.data_precision != 8 || (cinfo_.num_components != 1 && cinfo_.num_components != 3) ||
         cinfo_.comps_in_scan != cinfo_.num_components)
@@ -302,7 +303,7 @@ class JpegDecoder final : public ImageDecoder {
     // chroma sample left of it, the one covering the column before; likewise at the other
     // edges); IDCT and colour conversion are per block and per pixel.
     constexpr int64_t kContext = 1;
-    const Roi& win = plan.stored;
+    const Roi& win = window.stored;
     const int64_t c0 = std::max<int64_t>(0, win.x - kContext) / mcu_w;
     const int64_t c1 = (std::min(width, win.x + win.w + kContext) + mcu_w - 1) / mcu_w;
     const int64_t r0 = std::max<int64_t>(0, win.y - kContext) / mcu_h;
@@ -329,16 +330,16 @@ class JpegDecoder final : public ImageDecoder {
     const detail::JpegMcuGrid& grid = detail::jpeg_index_grid(*index);
     if (grid.width != width || grid.height != height || grid.mcu_w != mcu_w || grid.mcu_h != mcu_h)
       return std::nullopt;
-    auto window = detail::write_jpeg_window(data, *index, r0, r1, c0, c1, window_jpeg_);
-    if (!window.is_ok()) return std::nullopt;
+    auto piece = detail::write_jpeg_window(data, *index, r0, r1, c0, c1, window_jpeg_);
+    if (!piece.is_ok()) return std::nullopt;
 
     *header_replaced = true;
     if (!read_header(window_jpeg_)) return std::nullopt;
-    DecodePlan sub = plan;
-    sub.width = window->width;
-    sub.height = window->height;
-    sub.stored.x -= window->x;
-    sub.stored.y -= window->y;
+    DecodeWindow sub = window;
+    sub.width = piece->width;
+    sub.height = piece->height;
+    sub.stored.x -= piece->x;
+    sub.stored.y -= piece->y;
     sub.scaled = sub.stored;
     if (!decode_rows(sub, output_mode(request.color), out) || err_.warnings > 0) return std::nullopt;
     cache.count_hit();
@@ -408,13 +409,13 @@ class JpegDecoder final : public ImageDecoder {
 
   // General path: one row at a time into scratch_, then the window's columns are converted and
   // written (oriented) into `out`.
-  void read_rows_via_scratch(const DecodePlan& plan, OutputMode mode, const TensorView& out,
+  void read_rows_via_scratch(const DecodeWindow& window, OutputMode mode, const TensorView& out,
                              int64_t skip_cols, JDIMENSION cols) {
-    const int64_t w = plan.scaled.w;
+    const int64_t w = window.scaled.w;
     size_t raw_bytes = size_t(cols) * mode.components;
     uint8_t* raw = scratch_.data();
     uint8_t* converted = raw + raw_bytes;
-    for (int64_t r = 0; r < plan.scaled.h; ++r) {
+    for (int64_t r = 0; r < window.scaled.h; ++r) {
       JSAMPROW row = raw;
       if (jpeg_read_scanlines(&cinfo_, &row, 1) != 1) fail("libjpeg returned no rows");
       const uint8_t* px = raw + skip_cols * mode.components;
@@ -425,7 +426,7 @@ class JpegDecoder final : public ImageDecoder {
         detail::rgb_to_gray(px, 3, converted, w);
         px = converted;
       }
-      detail::write_window_row(px, r, plan, out);
+      detail::write_window_row(px, r, window, out);
     }
   }
 

@@ -2,7 +2,7 @@
 // decoders/detail/, one job each:
 //   video_io     FFmpeg reading through a RandomAccessFile, error text, quiet logging
 //   video_probe  probe(): streams, rotation, every frame's timestamp and keyframe flag
-//   video_seek   ClipDecode: seek and decode until the wanted frames are out
+//   video_seek   ClipSession: seek and decode until the wanted frames are out
 //   video_convert  CPU frames -> RGB / BGR / gray views (libswscale as the ffmpeg CLI)
 //   video_nvdec  NVDEC through FFmpeg's cuda hwaccel, device frames converted on the GPU
 // What stays here: argument checks, the per-decoder state that outlives a call, and which
@@ -28,7 +28,7 @@ extern "C" {
 namespace hdl {
 
 using detail::video::check_frames;
-using detail::video::ClipDecode;
+using detail::video::ClipSession;
 using detail::video::convert_on_device;
 using detail::video::copy_on_device;
 using detail::video::cuda_device_status;
@@ -104,7 +104,7 @@ struct VideoDecoder::Impl {
       handed_out = u + 1;
       return Status::ok();
     };
-    ClipDecode clip(file, info, options, packet, frame, rep, hw);
+    ClipSession clip(file, info, options, packet, frame, rep, hw);
     if (!clip.skip_possible() || wanted.size() == size_t(info.num_frames())) return clip.run(wanted, convert);
     // Unwanted non-reference frames skipped; should a wanted frame still go missing (a packet
     // whose timestamp belongs to another frame), the clip is decoded again in full.
@@ -192,7 +192,7 @@ Status VideoDecoder::decode_only(const RandomAccessFile& file, const VideoInfo& 
   QuietLog quiet;
   if (!options_.device.is_cpu()) HDL_RETURN_IF_ERROR(device_supports(info));
   HDL_ASSIGN_OR_RETURN(AVBufferRef* const hw, impl_->hardware(options_));
-  ClipDecode clip(file, info, options_, impl_->packet, impl_->frame, rep, hw);
+  ClipSession clip(file, info, options_, impl_->packet, impl_->frame, rep, hw);
   return clip.run(wanted, [](size_t, const AVFrame*) { return Status::ok(); });
 }
 

@@ -163,7 +163,7 @@ class SourceOperator : public Operator {
   /// samples live inside containers names the container and the member (a tar shard and the
   /// sample's key). Known once prepare() has returned.
   virtual std::string describe_sample(int64_t sample) const;
-  /// Called once, before the first sample is planned, on a thread of the pipeline's arena (so
+  /// Called once, before the first sample is scheduled, on a thread of the pipeline's arena (so
   /// it may use TBB to work in parallel), with the pipeline's file system: a reader that must
   /// look into its files to know its samples (a video reader counting frames) does it here.
   /// Errors are configuration errors (thrown ConfigError); a bad file is not one (it is

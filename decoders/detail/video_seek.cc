@@ -41,14 +41,14 @@ void distinct(std::span<const int64_t> frames, std::vector<int64_t>* wanted, std
   }
 }
 
-ClipDecode::ClipDecode(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
-                       AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device)
+ClipSession::ClipSession(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
+                         AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device)
     : file_(file), info_(info), options_(options), packet_(packet), frame_(frame), report_(report),
       hw_device_(hw_device) {
   report_.on_device = hw_device != nullptr;
 }
 
-Status ClipDecode::run(const std::vector<int64_t>& wanted, const Deliver& deliver, bool skip_unwanted) {
+Status ClipSession::run(const std::vector<int64_t>& wanted, const Deliver& deliver, bool skip_unwanted) {
   wanted_ = &wanted;
   skip_unwanted_ = skip_unwanted;
   skip_intra_ = skip_unwanted && info_.keyframes.size() == info_.pts.size();
@@ -57,12 +57,12 @@ Status ClipDecode::run(const std::vector<int64_t>& wanted, const Deliver& delive
   // about n steps per pass, and there is a pass per seek (bounded) plus one from the start.
   const int64_t max_steps = 4 * (info_.num_frames() + 64) * (kMaxBadSeeks + 2 + int64_t(wanted.size()));
   size_t next = 0;
-  int64_t planned = -1;
+  int64_t aimed = -1;
   for (int64_t steps = 0; next < wanted.size(); ++steps) {
     const int64_t target = wanted[next];
-    if (target != planned) {
-      HDL_RETURN_IF_ERROR(plan(target));
-      planned = target;
+    if (target != aimed) {
+      HDL_RETURN_IF_ERROR(maybe_seek(target));
+      aimed = target;
     }
     if (steps > max_steps) return missing(target, "decoding made no progress");
     int err = avcodec_receive_frame(codec_, frame_);
@@ -88,7 +88,7 @@ Status ClipDecode::run(const std::vector<int64_t>& wanted, const Deliver& delive
   return Status::ok();
 }
 
-Status ClipDecode::open() {
+Status ClipSession::open() {
   close_codec();
   input_ = std::make_unique<Input>();
   HDL_RETURN_IF_ERROR(input_->open(file_, find_demuxer(info_.container), "the video cannot be opened"));
@@ -137,13 +137,13 @@ Status ClipDecode::open() {
   return Status::ok();
 }
 
-void ClipDecode::close_codec() {
+void ClipSession::close_codec() {
   avcodec_free_context(&codec_);
   av_packet_unref(packet_);
   input_.reset();
 }
 
-Status ClipDecode::plan(int64_t target) {
+Status ClipSession::maybe_seek(int64_t target) {
   if (info_.sequential || no_seeks_) return Status::ok();
   const auto& keys = info_.keyframes;
   const int64_t key = std::upper_bound(keys.begin(), keys.end(), target) - keys.begin() - 1;
@@ -152,7 +152,7 @@ Status ClipDecode::plan(int64_t target) {
   return seek(key);
 }
 
-Status ClipDecode::seek(int64_t key) {
+Status ClipSession::seek(int64_t key) {
   ++report_.seeks;
   const int64_t frame = info_.keyframes[size_t(key)];
   const int64_t ts = info_.pts[size_t(std::max<int64_t>(0, frame - seek_back_))];
@@ -174,7 +174,7 @@ Status ClipDecode::seek(int64_t key) {
   return Status::ok();
 }
 
-Status ClipDecode::reseek() {
+Status ClipSession::reseek() {
   if (++bad_seeks_ <= kMaxBadSeeks) {
     if (seek_back_ == 0) {
       seek_back_ = kSeekBack;
@@ -186,7 +186,7 @@ Status ClipDecode::reseek() {
   return open();
 }
 
-Status ClipDecode::feed() {
+Status ClipSession::feed() {
   if (!pending_) {
     for (int again = 0;;) {
       int err = av_read_frame(input_->fmt(), packet_);
@@ -214,19 +214,19 @@ Status ClipDecode::feed() {
   return err < 0 ? codec_error(err) : Status::ok();
 }
 
-bool ClipDecode::packet_wanted() const {
+bool ClipSession::packet_wanted() const {
   if (packet_->pts == AV_NOPTS_VALUE) return true;
   const auto it = std::lower_bound(info_.pts.begin(), info_.pts.end(), packet_->pts);
   if (it == info_.pts.end() || *it != packet_->pts) return true;
   return std::binary_search(wanted_->begin(), wanted_->end(), int64_t(it - info_.pts.begin()));
 }
 
-bool ClipDecode::mpeg_container() const {
+bool ClipSession::mpeg_container() const {
   const std::string& c = info_.container;
   return c == "mpeg" || c == "mpegts" || c == "mpegvideo" || c == "h264" || c == "hevc";
 }
 
-int64_t ClipDecode::identify() {
+int64_t ClipSession::identify() {
   if (info_.sequential) return output_count_++;
   int64_t ts = frame_->pts;
   if (ts == AV_NOPTS_VALUE && !seeked_) ts = frame_->best_effort_timestamp;
@@ -235,7 +235,7 @@ int64_t ClipDecode::identify() {
   return it != info_.pts.end() && *it == ts ? it - info_.pts.begin() : -1;
 }
 
-Status ClipDecode::on_frame(int64_t index, int64_t target, size_t& next, const Deliver& deliver) {
+Status ClipSession::on_frame(int64_t index, int64_t target, size_t& next, const Deliver& deliver) {
   if (seeked_) {
     // After a seek the demuxer's first timestamps can be wrong, and frames decoded without
     // their references are damaged. A run is trusted only if its first frame at or after the
@@ -266,7 +266,7 @@ Status ClipDecode::on_frame(int64_t index, int64_t target, size_t& next, const D
   return Status::ok();
 }
 
-Status ClipDecode::missing(int64_t target, const std::string& why) const {
+Status ClipSession::missing(int64_t target, const std::string& why) const {
   if (input_ && !input_->io_error().is_ok()) return input_->io_error();
   std::string msg = "frame " + std::to_string(target) + " of " + std::to_string(info_.num_frames()) +
                     " was never decoded (" + why;
@@ -274,13 +274,13 @@ Status ClipDecode::missing(int64_t target, const std::string& why) const {
   return Status::invalid_data(msg + "): truncated or corrupt video");
 }
 
-Status ClipDecode::nvdec_refused() const {
+Status ClipSession::nvdec_refused() const {
   return Status::unsupported("NVDEC cannot decode this " + info_.codec + " stream (" + info_.pixel_format + ", " +
                              std::to_string(info_.width) + "x" + std::to_string(info_.height) +
                              "): FFmpeg's cuda hwaccel refused it");
 }
 
-Status ClipDecode::codec_error(int err) const {
+Status ClipSession::codec_error(int err) const {
   if (input_ && !input_->io_error().is_ok()) return input_->io_error();
   if (hw_format_.refused) return nvdec_refused();
   if (err == AVERROR(ENOMEM)) return Status::resource_exhausted("out of memory in the " + info_.codec + " decoder");

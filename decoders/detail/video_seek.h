@@ -11,7 +11,7 @@
 // never a wrong frame. What happens to a delivered frame (conversion, on the CPU or the device)
 // is the caller's.
 //
-// Thread safety: a ClipDecode is used by one thread, for one call.
+// Thread safety: a ClipSession is used by one thread, for one call.
 #pragma once
 
 extern "C" {
@@ -41,19 +41,19 @@ Status check_frames(const VideoInfo& info, std::span<const int64_t> frames);
 /// `frames` without repeats, and for each distinct frame the first position it has in `frames`.
 void distinct(std::span<const int64_t> frames, std::vector<int64_t>* wanted, std::vector<size_t>* first);
 
-/// One decode call: the container and decoder, where decoding stands, and the loop that brings
-/// the wanted frames out of the decoder (file comment).
-class ClipDecode {
+/// The session of one decode call, for one clip: the container and decoder, where decoding
+/// stands, and the loop that brings the wanted frames out of the decoder (file comment).
+class ClipSession {
  public:
   // Called with each wanted frame as it comes out: its position in `wanted` and the frame.
   using Deliver = std::function<Status(size_t u, const AVFrame* frame)>;
 
   /// `hw_device`: FFmpeg's CUDA device for NVDEC decoding (not owned), or nullptr for the CPU.
-  ClipDecode(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
-             AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device = nullptr);
-  ~ClipDecode() { close_codec(); }
-  ClipDecode(const ClipDecode&) = delete;
-  ClipDecode& operator=(const ClipDecode&) = delete;
+  ClipSession(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
+              AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device = nullptr);
+  ~ClipSession() { close_codec(); }
+  ClipSession(const ClipSession&) = delete;
+  ClipSession& operator=(const ClipSession&) = delete;
 
   /// Decodes until every frame of `wanted` (ascending, distinct) has been delivered. With
   /// `skip_unwanted`, frames no other frame refers to and that are not wanted are not decoded
@@ -70,7 +70,7 @@ class ClipDecode {
   void close_codec();
 
   // Seeks to the keyframe at or before `target` when that skips decoding.
-  Status plan(int64_t target);
+  Status maybe_seek(int64_t target);
 
   Status seek(int64_t key);
 

@@ -295,13 +295,13 @@ void Executor::Core::record_failure(const Status& status) {
 void Executor::Core::process(Job& job, int64_t slot) {
   if (job.generation == generation.load(std::memory_order_relaxed)) {
     Workspace& ws = workspace();
-    const EpochPlan& plan = *job.plan;
+    const EpochOrder& order = *job.order;
     const int64_t position = job.first_position + slot;
-    const int64_t n = std::max<int64_t>(plan.shard_size(), 1);
+    const int64_t n = std::max<int64_t>(order.shard_size(), 1);
     for (uint32_t attempt = 0;; ++attempt) {
       // A replacement is the next sample in epoch order (deterministic whatever the threads).
-      const int64_t index = attempt == 0 ? plan.dataset_index(position)
-                                         : plan.dataset_index((position + attempt) % n);
+      const int64_t index = attempt == 0 ? order.dataset_index(position)
+                                         : order.dataset_index((position + attempt) % n);
       const SampleInfo info{job.epoch, position, index, attempt, &graph.source_op().dataset()};
       Status st = run_sample(job, slot, info, ws);
       if (st.is_ok()) {
@@ -381,19 +381,19 @@ Executor::~Executor() {
   core_->cv.wait(lock, [&] { return core_->outstanding == 0; });
 }
 
-bool Executor::has_plan(int64_t epoch) const {
-  std::lock_guard lock(plans_mu_);
+bool Executor::has_order(int64_t epoch) const {
+  std::lock_guard lock(orders_mu_);
   return !external_order_ || given_.count(epoch);
 }
 
 void Executor::set_epoch_order(int64_t epoch, std::vector<int64_t> order) {
   const SourceOperator& src = core_->graph.source_op();
-  auto plan = std::make_shared<const EpochPlan>(std::move(order), src.num_samples(), core_->options.batch_size,
-                                                src.sharding().last_batch, epoch);
+  auto given = std::make_shared<const EpochOrder>(std::move(order), src.num_samples(), core_->options.batch_size,
+                                                 src.sharding().last_batch, epoch);
   {
-    std::lock_guard lock(plans_mu_);
+    std::lock_guard lock(orders_mu_);
     external_order_ = true;
-    given_[epoch] = std::move(plan);
+    given_[epoch] = std::move(given);
     while (given_.size() > 4) given_.erase(given_.begin());  // keep recent epochs only
   }
   // Work in flight for this epoch followed another order: drop it and go on from where the
@@ -403,22 +403,22 @@ void Executor::set_epoch_order(int64_t epoch, std::vector<int64_t> order) {
   if (stale) reset(epoch_, next_batch_);
 }
 
-std::shared_ptr<const EpochPlan> Executor::plan_for(int64_t epoch) const {
-  std::lock_guard lock(plans_mu_);
+std::shared_ptr<const EpochOrder> Executor::order_for(int64_t epoch) const {
+  std::lock_guard lock(orders_mu_);
   if (external_order_) {
     auto it = given_.find(epoch);
     if (it == given_.end())
       throw PipelineStateError("epoch " + std::to_string(epoch) + " has no order: call set_epoch_order first");
     return it->second;
   }
-  for (const auto& p : plans_)
+  for (const auto& p : orders_)
     if (p && p->epoch() == epoch) return p;
   const SourceOperator& src = core_->graph.source_op();
-  auto plan = std::make_shared<const EpochPlan>(src.num_samples(), core_->options.batch_size,
-                                                src.sharding(), core_->options.seed, epoch);
-  plans_.push_back(plan);
-  if (plans_.size() > 3) plans_.pop_front();
-  return plan;
+  auto order = std::make_shared<const EpochOrder>(src.num_samples(), core_->options.batch_size,
+                                                 src.sharding(), core_->options.seed, epoch);
+  orders_.push_back(order);
+  if (orders_.size() > 3) orders_.pop_front();
+  return order;
 }
 
 void Executor::schedule(int64_t epoch, int64_t batch) {
@@ -427,9 +427,9 @@ void Executor::schedule(int64_t epoch, int64_t batch) {
   job->generation = c.generation.load();
   job->epoch = epoch;
   job->batch = batch;
-  job->plan = plan_for(epoch);
-  job->first_position = batch * job->plan->batch_size();
-  job->length = job->plan->batch_length(batch);
+  job->order = order_for(epoch);
+  job->first_position = batch * job->order->batch_size();
+  job->length = job->order->batch_length(batch);
   job->dataset_indices.assign(job->length, -1);
   job->attempts.assign(job->length, 0);
   job->ragged.resize(c.dense.size());
@@ -465,8 +465,8 @@ void Executor::schedule(int64_t epoch, int64_t batch) {
 
 void Executor::fill_pipeline() {
   while (static_cast<int>(in_flight_.size()) < core_->options.prefetch_depth && sched_epoch_ <= epoch_ + 1) {
-    if (!has_plan(sched_epoch_)) break;  // external order not given yet: nothing to prefetch
-    if (sched_batch_ >= plan_for(sched_epoch_)->num_batches()) {
+    if (!has_order(sched_epoch_)) break;  // external order not given yet: nothing to prefetch
+    if (sched_batch_ >= order_for(sched_epoch_)->num_batches()) {
       ++sched_epoch_;
       sched_batch_ = 0;
       continue;
@@ -507,7 +507,7 @@ PipelineOutput Executor::take(Job& job) {
     out.outputs.push_back(std::move(b.set_device_sync(job.device_sync)));
   }
   out.dataset_indices = std::move(job.dataset_indices);
-  for (int64_t s = 0; s < job.length; ++s) out.num_padding += job.plan->is_padding(job.first_position + s);
+  for (int64_t s = 0; s < job.length; ++s) out.num_padding += job.order->is_padding(job.first_position + s);
   out.num_replaced = job.replaced.load();
   c.replaced += static_cast<uint64_t>(out.num_replaced);
   c.batches += 1;
@@ -517,7 +517,7 @@ PipelineOutput Executor::take(Job& job) {
 
 std::optional<PipelineOutput> Executor::next() {
   fill_pipeline();
-  if (next_batch_ >= plan_for(epoch_)->num_batches()) {
+  if (next_batch_ >= order_for(epoch_)->num_batches()) {
     {
       std::lock_guard position(position_mu_);
       ++epoch_;
@@ -555,7 +555,7 @@ std::optional<PipelineOutput> Executor::next() {
 
 bool Executor::wait_next(std::chrono::nanoseconds timeout) {
   fill_pipeline();
-  if (next_batch_ >= plan_for(epoch_)->num_batches() || in_flight_.empty()) return true;
+  if (next_batch_ >= order_for(epoch_)->num_batches() || in_flight_.empty()) return true;
   const std::shared_ptr<Job> job = in_flight_.front();
   std::unique_lock lock(core_->mu);
   return core_->cv.wait_for(lock, timeout, [&] { return job->done; });
@@ -570,7 +570,7 @@ void Executor::load_state(const PipelineState& s) {
   if (s.fingerprint != fingerprint_)
     throw PipelineStateError("this state was saved by a different pipeline (graph, dataset, batch "
                              "size or seed differ)");
-  if (has_plan(s.epoch) && s.batches_consumed > plan_for(s.epoch)->num_batches())
+  if (has_order(s.epoch) && s.batches_consumed > order_for(s.epoch)->num_batches())
     throw PipelineStateError("state's batch " + std::to_string(s.batches_consumed) +
                              " is past the end of epoch " + std::to_string(s.epoch));
   reset(s.epoch, s.batches_consumed);

@@ -17,7 +17,7 @@
 #include "pipeline/detail/thread_budget.h"
 #include "pipeline/graph.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/readers/epoch_plan.h"
+#include "pipeline/readers/epoch_order.h"
 
 HDL_API_BEGIN
 namespace hdl::detail {
@@ -58,7 +58,7 @@ struct Job {
   int64_t batch = 0;
   int64_t first_position = 0;
   int64_t length = 0;
-  std::shared_ptr<const EpochPlan> plan;
+  std::shared_ptr<const EpochOrder> order;
   // Host values kept per batch (pipeline outputs of the cpu stage, and what it hands to the
   // device stage), by collected index (Core::collected): dense, or ragged per slot.
   std::vector<Tensor> dense;
@@ -94,7 +94,7 @@ class Executor {
   std::optional<PipelineOutput> next();
   bool wait_next(std::chrono::nanoseconds timeout);
   int64_t epoch() const { return epoch_; }
-  int64_t batches_per_epoch() const { return plan_for(epoch_)->num_batches(); }
+  int64_t batches_per_epoch() const { return order_for(epoch_)->num_batches(); }
   void reset(int64_t epoch, int64_t batch = 0);
   void set_epoch_order(int64_t epoch, std::vector<int64_t> order);
   PipelineState state() const;
@@ -109,8 +109,8 @@ class Executor {
   using Core = ExecutorCore;
 
  private:
-  std::shared_ptr<const EpochPlan> plan_for(int64_t epoch) const;
-  bool has_plan(int64_t epoch) const;  // false only for an external-order epoch not yet given
+  std::shared_ptr<const EpochOrder> order_for(int64_t epoch) const;
+  bool has_order(int64_t epoch) const;  // false only for an external-order epoch not yet given
   void fill_pipeline();
   void schedule(int64_t epoch, int64_t batch);
   void cancel_in_flight();
@@ -128,10 +128,10 @@ class Executor {
   int64_t sched_epoch_ = 0;  // next batch to schedule
   int64_t sched_batch_ = 0;
   std::deque<std::shared_ptr<Job>> in_flight_;  // in hand-out order
-  mutable std::mutex plans_mu_;
-  mutable std::deque<std::shared_ptr<const EpochPlan>> plans_;  // small cache, by epoch
+  mutable std::mutex orders_mu_;
+  mutable std::deque<std::shared_ptr<const EpochOrder>> orders_;  // small cache, by epoch
   bool external_order_ = false;                              // set_epoch_order was used
-  std::map<int64_t, std::shared_ptr<const EpochPlan>> given_;  // external orders, by epoch
+  std::map<int64_t, std::shared_ptr<const EpochOrder>> given_;  // external orders, by epoch
 };
 
 }  // namespace hdl::detail

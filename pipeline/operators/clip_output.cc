@@ -97,7 +97,7 @@ Result<std::optional<ClipGeometry>> ClipOutput::draw_geometry(SampleIO& io, Vide
   }
   FusedDecodeArgs scratch;
   g.args = sample_fused_args(fused_, io.rng(), scratch);
-  HDL_ASSIGN_OR_RETURN(g.plan, plan_decode(image, g.window, g.args, 1, st.resize));
+  HDL_ASSIGN_OR_RETURN(g.region, fused_decode_region(image, g.window, g.args, 1, st.resize));
   return std::optional<ClipGeometry>(std::move(g));
 }
 
@@ -126,23 +126,24 @@ Status ClipOutput::decode_cpu(SampleIO& io, VideoState& st, const RandomAccessFi
     counters.add(report);
     return Status::ok();
   }
-  const DecodePlan& plan = g->plan;
-  HDL_ASSIGN_OR_RETURN(TensorView out, io.output(output, Shape{t, plan.out_size.h, plan.out_size.w, c},
+  const FusedDecodeRegion& region = g->region;
+  HDL_ASSIGN_OR_RETURN(TensorView out, io.output(output, Shape{t, region.out_size.h, region.out_size.w, c},
                                                  DType::kU8, Layout::kFHWC));
-  const bool padded = !(plan.dst_size == plan.out_size);
+  const bool padded = !(region.dst_size == region.out_size);
   auto sink = [&](int64_t k, const ConstTensorView& frame) -> Status {
     const TensorView slot = out.select(0, k, Layout::kHWC);
     if (padded)
-      for (int64_t y = 0; y < plan.out_size.h; ++y)
-        std::memset(slot.typed<uint8_t>() + y * slot.strides[0], 0, static_cast<size_t>(plan.out_size.w * c));
-    const TensorView target = slot.crop_hw(plan.dst_in_output.y, plan.dst_in_output.x, plan.dst_size.h, plan.dst_size.w);
-    const ConstTensorView region = frame.crop_hw(plan.roi.y, plan.roi.x, plan.roi.h, plan.roi.w);
-    if (!plan.resample) {
-      copy(region, target);
+      for (int64_t y = 0; y < region.out_size.h; ++y)
+        std::memset(slot.typed<uint8_t>() + y * slot.strides[0], 0, static_cast<size_t>(region.out_size.w * c));
+    const TensorView target =
+        slot.crop_hw(region.dst_in_output.y, region.dst_in_output.x, region.dst_size.h, region.dst_size.w);
+    const ConstTensorView decoded = frame.crop_hw(region.roi.y, region.roi.x, region.roi.h, region.roi.w);
+    if (!region.resample) {
+      copy(decoded, target);
       return Status::ok();
     }
-    return kernels::resize_window(region, plan.src_origin, plan.full_in, target, plan.dst_origin, plan.full_out,
-                                  g->args.options, st.resize);
+    return kernels::resize_window(decoded, region.src_origin, region.full_in, target, region.dst_origin,
+                                  region.full_out, g->args.options, st.resize);
   };
   HDL_RETURN_IF_ERROR(st.decoder.decode(file, info, frames, sink, &report));
   counters.add(report);
@@ -155,7 +156,7 @@ Result<Tensor> ClipOutput::decode_device(DeviceDecode& dev, const RandomAccessFi
   VideoDecodeReport report;
   const int64_t t = static_cast<int64_t>(frames.size()), c = color_channels(options_.color);
   const SizeHW image = frame_size(info);
-  const SizeHW out_size = g ? g->plan.out_size : image;
+  const SizeHW out_size = g ? g->region.out_size : image;
   Tensor pixels = Tensor::empty(Shape{t, out_size.h, out_size.w, c}, DType::kU8, Layout::kFHWC, pool);
   // A clip that fails part-way may have work queued that writes its block: the block goes
   // back to the pool (for another thread's stream) only once that work is done.
@@ -168,25 +169,25 @@ Result<Tensor> ClipOutput::decode_device(DeviceDecode& dev, const RandomAccessFi
     counters.add(report);
     return pixels;
   }
-  const DecodePlan& plan = g->plan;
+  const FusedDecodeRegion& region = g->region;
   // Where the output's top-left pixel falls in the (resized) window: outside it is zero.
-  const int64_t top = plan.dst_origin.y - plan.dst_in_output.y, left = plan.dst_origin.x - plan.dst_in_output.x;
+  const int64_t top = region.dst_origin.y - region.dst_in_output.y, left = region.dst_origin.x - region.dst_in_output.x;
   const TensorView whole = pixels.view();
   auto sink = [&](int64_t k, const ConstTensorView& frame) -> Status {
     const TensorView slot = whole.select(0, k, Layout::kHWC);
-    if (!plan.resample)
-      return kernels::cuda::crop(frame, plan.roi.y - plan.dst_in_output.y, plan.roi.x - plan.dst_in_output.x, slot,
-                                 dev.stream);
+    if (!region.resample)
+      return kernels::cuda::crop(frame, region.roi.y - region.dst_in_output.y, region.roi.x - region.dst_in_output.x,
+                                 slot, dev.stream);
     const ConstTensorView window = frame.crop_hw(g->window.top, g->window.left, g->window.height, g->window.width);
-    if (top == 0 && left == 0 && plan.full_out == plan.out_size)
+    if (top == 0 && left == 0 && region.full_out == region.out_size)
       return kernels::cuda::resize(window, slot, g->args.options, *dev.workspace, dev.stream);
-    const size_t bytes = static_cast<size_t>(plan.full_out.h * plan.full_out.w * c);
+    const size_t bytes = static_cast<size_t>(region.full_out.h * region.full_out.w * c);
     if (!dev.scratch || dev.scratch->capacity() < bytes) {
       HDL_RETURN_IF_ERROR(dev.stream.synchronize());  // the old block may still be read
       dev.scratch = Storage::allocate(cuda::device_allocator(dev.stream.device().index), bytes);
     }
-    const TensorView resized(dev.scratch->data(), Shape{plan.full_out.h, plan.full_out.w, c}, DType::kU8, Layout::kHWC,
-                             dev.stream.device());
+    const TensorView resized(dev.scratch->data(), Shape{region.full_out.h, region.full_out.w, c}, DType::kU8,
+                             Layout::kHWC, dev.stream.device());
     HDL_RETURN_IF_ERROR(kernels::cuda::resize(window, resized, g->args.options, *dev.workspace, dev.stream));
     return kernels::cuda::crop(resized, top, left, slot, dev.stream);
   };

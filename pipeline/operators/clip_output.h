@@ -24,7 +24,7 @@
 #include "pipeline/kernels/cuda/workspace.h"
 #include "pipeline/kernels/resize.h"
 #include "pipeline/operator.h"
-#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/fused_decode_region.h"
 #include "pipeline/readers/clip_sampler.h"
 #include "pipeline/readers/video_metadata_cache.h"
 #include "pipeline/schema.h"
@@ -38,7 +38,7 @@ namespace hdl::ops {
 struct ClipGeometry {
   CropWindow window;
   FusedDecodeArgs args;  // this sample's (its filter drawn)
-  DecodePlan plan;
+  FusedDecodeRegion region;
 };
 
 /// A mixed reader's per-thread device decoding: its own stream (so that each worker thread

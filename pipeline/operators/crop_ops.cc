@@ -10,7 +10,7 @@
 #include "pipeline/kernels/cuda/geometry.h"
 #include "pipeline/kernels/cuda/resize.h"
 #include "pipeline/kernels/resize.h"
-#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/crop_geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"

@@ -14,8 +14,8 @@
 #include "media/cuda/stream.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
-#include "pipeline/operators/decode_geometry.h"
 #include "pipeline/operators/decode_share.h"
+#include "pipeline/operators/fused_decode_region.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/readers/dataset.h"
 #include "pipeline/registry.h"
@@ -109,43 +109,47 @@ class ImageDecoderOp final : public Operator {
     FusedDecodeArgs scratch;
     const FusedDecodeArgs& args = sample_fused_args(fused_, io.rng(), scratch);
     DecodeRequest req;
-    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_for(bytes, image, window, info.format == "jpeg" ? 8 : 1, args, st, req));
+    HDL_ASSIGN_OR_RETURN(FusedDecodeRegion region,
+                         region_for(bytes, image, window, info.format == "jpeg" ? 8 : 1, args, st, req));
     req.index_cache = index_.get();
     if (index_ && io.sample().dataset) index_->expect_files(io.sample().dataset->size());
     req.index_key = uint64_t(io.sample().dataset_index);
     req.index_every_file = random_crop_;
     const int64_t c = color_channels(request_.color);
-    HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{plan.out_size.h, plan.out_size.w, c}, DType::kU8, Layout::kHWC));
-    if (!(plan.dst_size == plan.out_size)) zero_fill(out);
-    const TensorView target = out.crop_hw(plan.dst_in_output.y, plan.dst_in_output.x, plan.dst_size.h, plan.dst_size.w);
-    if (!plan.resample) return st.decoders.decode(bytes, req, target).status();
+    HDL_ASSIGN_OR_RETURN(TensorView out,
+                         io.output(0, Shape{region.out_size.h, region.out_size.w, c}, DType::kU8, Layout::kHWC));
+    if (!(region.dst_size == region.out_size)) zero_fill(out);
+    const TensorView target =
+        out.crop_hw(region.dst_in_output.y, region.dst_in_output.x, region.dst_size.h, region.dst_size.w);
+    if (!region.resample) return st.decoders.decode(bytes, req, target).status();
     // The decoded region goes to a buffer with kSlack spare pixels either side of each row, so
     // that the JPEG decoder writes its block-aligned rows in place (DecodeRequest::slack_columns).
-    const int64_t row = (plan.decoded.w + 2 * kSlack) * c;
-    const size_t need = static_cast<size_t>(plan.decoded.h * row);
+    const int64_t row = (region.decoded.w + 2 * kSlack) * c;
+    const size_t need = static_cast<size_t>(region.decoded.h * row);
     if (st.pixels.size() < need) st.pixels.resize(need);  // grows only (no zero-fill per image)
-    TensorView decoded(st.pixels.data() + kSlack * c, Shape{plan.decoded.h, plan.decoded.w, c}, DType::kU8, Layout::kHWC);
+    TensorView decoded(st.pixels.data() + kSlack * c, Shape{region.decoded.h, region.decoded.w, c}, DType::kU8,
+                       Layout::kHWC);
     decoded.strides[0] = row;
     req.slack_columns = kSlack;
     HDL_RETURN_IF_ERROR(st.decoders.decode(bytes, req, decoded).status());
-    return kernels::resize_window(decoded, plan.src_origin, plan.full_in, target, plan.dst_origin,
-                                  plan.full_out, args.options, st.resize);
+    return kernels::resize_window(decoded, region.src_origin, region.full_in, target, region.dst_origin,
+                                  region.full_out, args.options, st.resize);
   }
 
-  // Plans the decode and fills `req`. A decoder that does not scale as planned (a JPEG taken by
-  // a fallback decoder, a tiny region) gets a full-resolution plan instead.
-  Result<DecodePlan> plan_for(std::span<const uint8_t> bytes, SizeHW image, const CropWindow& window,
+  // Chooses the region to decode and fills `req`. A decoder that does not scale as asked (a JPEG
+  // taken by a fallback decoder, a tiny region) gets a full-resolution region instead.
+  Result<FusedDecodeRegion> region_for(std::span<const uint8_t> bytes, SizeHW image, const CropWindow& window,
                               int max_denom, const FusedDecodeArgs& args, DecoderState& st, DecodeRequest& req) const {
-    HDL_ASSIGN_OR_RETURN(DecodePlan plan, plan_decode(image, window, args, max_denom, st.resize));
+    HDL_ASSIGN_OR_RETURN(FusedDecodeRegion region, fused_decode_region(image, window, args, max_denom, st.resize));
     req = request_;
-    req.roi = plan.roi;
-    req.min_width = plan.denom > 1 ? plan.decoded.w : 0;
-    req.min_height = plan.denom > 1 ? plan.decoded.h : 0;
+    req.roi = region.roi;
+    req.min_width = region.denom > 1 ? region.decoded.w : 0;
+    req.min_height = region.denom > 1 ? region.decoded.h : 0;
     HDL_ASSIGN_OR_RETURN(Shape shape, st.decoders.output_shape(bytes, req));
-    if (shape[0] == plan.decoded.h && shape[1] == plan.decoded.w) return plan;
-    if (max_denom > 1) return plan_for(bytes, image, window, 1, args, st, req);
-    return Status::internal("decoder output " + shape.to_string() + " differs from the planned region " +
-                            std::to_string(plan.decoded.h) + "x" + std::to_string(plan.decoded.w));
+    if (shape[0] == region.decoded.h && shape[1] == region.decoded.w) return region;
+    if (max_denom > 1) return region_for(bytes, image, window, 1, args, st, req);
+    return Status::internal("decoder output " + shape.to_string() + " differs from the region asked for " +
+                            std::to_string(region.decoded.h) + "x" + std::to_string(region.decoded.w));
   }
 
   DecodeRequest request_;
@@ -301,7 +305,7 @@ class MixedImageDecoderOp final : public Operator {
     TensorView target;
     if (out) {
       target = *out;
-      if (target.shape != *shape) return Status::internal(where() + "the CPU decodes " + shape->to_string() + ", nvJPEG planned " + target.shape.to_string());
+      if (target.shape != *shape) return Status::internal(where() + "the CPU decodes " + shape->to_string() + ", nvJPEG's slot is " + target.shape.to_string());
     } else {
       HDL_ASSIGN_OR_RETURN(target, io.output(0, s, *shape, DType::kU8, Layout::kHWC));
     }

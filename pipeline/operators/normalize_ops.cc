@@ -3,7 +3,7 @@
 
 #include "pipeline/kernels/cuda/normalize.h"
 #include "pipeline/kernels/normalize.h"
-#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/crop_geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"

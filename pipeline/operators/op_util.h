@@ -11,7 +11,7 @@
 
 #include "media/api.h"
 #include "pipeline/errors.h"
-#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/fused_decode_region.h"
 #include "pipeline/operator.h"
 #include "pipeline/schema.h"
 

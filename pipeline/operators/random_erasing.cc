@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "pipeline/kernels/erase.h"
-#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/crop_geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"

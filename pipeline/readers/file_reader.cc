@@ -4,7 +4,7 @@
 #include "pipeline/operator.h"
 #include "pipeline/readers/reader_args.h"
 #include "pipeline/readers/dataset.h"
-#include "pipeline/readers/epoch_plan.h"
+#include "pipeline/readers/epoch_order.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 

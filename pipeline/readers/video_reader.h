@@ -2,7 +2,7 @@
 // file list (optionally segments of them). Which clips an epoch has comes from clip_sampler.h
 // (random, uniform, contiguous) and every video's metadata (probed once, optionally kept across
 // runs by video_metadata_cache.h); the order, shards and last batch from the pipeline's
-// EpochPlan, as for every source. Each clip is decoded by the operators' shared ClipOutput
+// EpochOrder, as for every source. Each clip is decoded by the operators' shared ClipOutput
 // (pipeline/operators/clip_output.h) on the pipeline's threads.
 //
 // The mixed reader (mixed_video_reader.cc) derives from VideoReader: the same clips, decoded

@@ -5,7 +5,7 @@
 // (shard_index.h: the stamped sidecar "<shard>.idx", built from the header blocks on first
 // open) and keeps, per sample, only what run() needs: its shard, its key, and the (offset,
 // size) of the field output 0 reads and of the label field. The samples of all shards, in
-// shard order then archive order, are the dataset: an epoch is the pipeline's EpochPlan over
+// shard order then archive order, are the dataset: an epoch is the pipeline's EpochOrder over
 // them, so the global shuffle per (seed, epoch), the sample-level split across ranks
 // (shard_id / num_shards, pad_shards), the last-batch policy and exact resume are the same as
 // for every other reader, for any thread count. run() reads a field with one pread through

@@ -19,7 +19,7 @@ from . import _wds_dataset, fn
 from ._image_datasets import folder_source, image_dataset, is_timm_image_dataset, timm_source
 from ._native_dataset import NativeDataset, Options, peel_subsets
 from ._support import Unsupported
-from .video import VideoList, video_plan
+from .video import VideoList, _native_video
 
 
 class DatasetKind(NamedTuple):
@@ -34,7 +34,7 @@ def _videos(ds: Any, indices: Optional[List[int]], opts: Options) -> NativeDatas
     their segments), its clip transform fused into the reader and crop_mirror_normalize."""
     data = NativeDataset("videos", ds, samples=ds._native_samples)
     try:
-        data.video = video_plan(ds)
+        data.video = _native_video(ds)
     except Unsupported as e:
         data.reasons += e.reasons
         return data

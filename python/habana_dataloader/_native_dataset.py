@@ -48,7 +48,7 @@ class NativeDataset:
     # (sample list, last_batch, stage) -> (data, labels): the reader's nodes.
     read: Optional[Callable[..., Tuple[Any, Any]]] = None
     wire: Optional[Callable[[Any], List[Any]]] = None  # images: encoded bytes -> one node per view
-    video: Any = None  # videos: the VideoPlan (video.py): the reader's arguments and what follows it
+    video: Any = None  # videos: the _NativeVideo (video.py): the reader's arguments and what follows it
     multi_view: bool = False  # batches are [[view_1, ..., view_n], labels]
     source: Any = None  # images: the ImageSource (_image_datasets.py), for checking a collate_fn
     order_map: Optional[np.ndarray] = None  # loader dataset index -> pipeline sample (None: the same)

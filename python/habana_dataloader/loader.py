@@ -44,7 +44,7 @@ from ._datasets import native_dataset
 from ._native_dataset import NativeDataset, Options
 from ._support import Unsupported
 from ._wds_dataset import rank_and_world as _rank_and_world
-from .video import VideoPlan
+from .video import _NativeVideo
 from ._graph import DataNode, collect
 from .pipeline import Pipeline, error_policy
 from . import _C, fn
@@ -327,7 +327,7 @@ class HabanaDataLoader(DataLoader[T_co]):
         self._gpu_tail = False
         self._gpu_limit: Optional[int] = None  # operators per chain on the gpu stage (None: all)
         try:
-            self._plan(args)
+            self._try_native(args)
         except _Unmet:
             raise
         except Unsupported as e:
@@ -370,12 +370,12 @@ class HabanaDataLoader(DataLoader[T_co]):
         return self.num_threads
 
     # ---- what runs natively -----------------------------------------------------------------
-    def _plan(self, a: Dict[str, Any]) -> None:
+    def _try_native(self, a: Dict[str, Any]) -> None:
         """Raises Unsupported listing every reason the loader cannot run natively."""
         reasons: List[str] = []
         self._tail_hint: Optional[List[str]] = None  # what python_tail=True would run in Python
         tail_blockers = 0
-        self._video: Optional[VideoPlan] = None  # a VideoList's native mapping
+        self._video: Optional[_NativeVideo] = None  # a VideoList's native mapping
         self._order_map: Optional[np.ndarray] = None  # loader dataset index -> pipeline sample
         if a["batch_size"] is None and a["batch_sampler"] is None:
             reasons.append("batch_size=None (no automatic batching)")

@@ -114,7 +114,7 @@ class Pipeline:
         self._outputs: Optional[List[DataNode]] = None
         self._native: Optional[_C.Pipeline] = None
         self._batch_fns: List[_Node] = []
-        self._plan: List[Tuple[str, Any]] = []
+        self._output_sources: List[Tuple[str, Any]] = []  # per output: ("native", index) or ("batch_fn", node)
         self._gpu_stage = False
         self.last_info: Dict[str, Any] = {}  #: epoch, batch_index, dataset_indices, ... of the last batch
 
@@ -202,7 +202,7 @@ class Pipeline:
         nodes = collect(outputs)
         batch_fns = [n for n in nodes if _is_batch_fn(n)]
         native_outputs: List[DataNode] = []
-        plan: List[Tuple[str, Any]] = []
+        sources: List[Tuple[str, Any]] = []
 
         def native_index(d: DataNode) -> int:
             for i, o in enumerate(native_outputs):
@@ -217,7 +217,7 @@ class Pipeline:
                     raise ValueError(f"python_function \"{up.name or up.op}\" with batch_processing=True "
                                      "may only feed pipeline outputs")
         for d in outputs:
-            plan.append(("batch_fn", d) if _is_batch_fn(d.node) else ("native", native_index(d)))
+            sources.append(("batch_fn", d) if _is_batch_fn(d.node) else ("native", native_index(d)))
         for n in batch_fns:
             n.native_inputs = [native_index(d) for d in n.inputs]
         spec, functions, samples = to_spec(native_outputs)
@@ -228,7 +228,7 @@ class Pipeline:
         self._gpu_stage = any(n.stage in ("gpu", "mixed") for n in nodes)  # a device stage
         options["device_id"] = self._device_id or 0
         self._native = _C.Pipeline(spec, options, functions, samples)  # the one conversion to hdl::PipelineSpec
-        self._batch_fns, self._plan = batch_fns, plan
+        self._batch_fns, self._output_sources = batch_fns, sources
         _live.add(self)
         return self
 
@@ -257,7 +257,7 @@ class Pipeline:
                       [e.to(self.device, non_blocking=True) for e in v] for v in values]
         results: Dict[int, Any] = {}
         out = []
-        for kind, what in self._plan:
+        for kind, what in self._output_sources:
             if kind == "native":
                 out.append(values[what])
                 continue

@@ -636,7 +636,7 @@ class ClipTrainTransform:
 
 # ---- the native mapping (HabanaDataLoader) --------------------------------------------------
 
-class VideoPlan:
+class _NativeVideo:
     """How HabanaDataLoader runs a VideoFolder: video_reader's arguments and the operators
     after it (``after(frames, stage) -> DataNode``; stage "gpu" puts them on the gpu stage)."""
 
@@ -648,7 +648,7 @@ def _same_behaviour(obj: Any, base: type, methods: Sequence[str]) -> bool:
     return all(getattr(type(obj), m, None) is getattr(base, m, None) for m in methods)
 
 
-def video_plan(folder: VideoList) -> VideoPlan:
+def _native_video(folder: VideoList) -> _NativeVideo:
     """The native mapping of ``folder`` (a VideoList or VideoFolder: its clip sampling and
     transform; its entries are ``folder._native_samples()``); raises
     ``_support.Unsupported`` listing every reason there is none."""
@@ -701,4 +701,4 @@ def video_plan(folder: VideoList) -> VideoPlan:
                        "ClipTrainTransform and ClipEvalTransform (habana_dataloader.video)")
     if reasons:
         raise Unsupported(reasons)
-    return VideoPlan(args, after)
+    return _NativeVideo(args, after)

@@ -143,7 +143,7 @@ TEST(SoakTest, InterruptedResumedEpochsDeliverEverySampleOnceWithFlatMemory) {
   const uint64_t seed = 2026;
 
   // The uninterrupted order: a reader-only pipeline with the same reader, batch size and seed
-  // walks the same epoch plans (decoding does not change the order), at a fraction of the cost.
+  // walks the same epoch orders (decoding does not change the order), at a fraction of the cost.
   std::vector<std::vector<int64_t>> ref;
   {
     Pipeline pipe(reader_spec(root), {.batch_size = kBatch, .num_threads = 1, .seed = seed});

@@ -4,7 +4,7 @@
 // [N, H, W, C]) float32 / float16 / bfloat16 / uint8 batch: the last step before the model.
 //
 // The per-channel results of all 256 input values (and of the fill) are computed on the host
-// by make_cmn_table (plan.h) with the CPU kernel's float32 expression and float16 / bfloat16
+// by make_cmn_table (host_tables.h) with the CPU kernel's float32 expression and float16 / bfloat16
 // rounding, so device results equal the CPU kernel's bit for bit by construction.
 //
 // Thread safety: reentrant; the workspace is per stream.

@@ -109,7 +109,7 @@ void launch_final(const View3<const TIn>& src, const Axis& a, const TensorView& 
 }
 
 template <typename TIn>
-void run(const ConstTensorView& src_view, const TensorView& dst, const ResizePlan& p, Axis ax,
+void run(const ConstTensorView& src_view, const TensorView& dst, const ResizePasses& p, Axis ax,
          Axis ay, float* mid, cudaStream_t s) {
   const View3<const TIn> src = detail::view3<const TIn>(src_view);
   const int64_t C = src.n2;
@@ -140,7 +140,7 @@ Status check_views(const ConstTensorView& src, const TensorView& dst) {
 // Workspace slots.
 constexpr int kWeightsX = 0, kStartX = 1, kWeightsY = 2, kStartY = 3, kIntermediate = 4;
 
-Result<Axis> upload_axis(const AxisPlan& a, int wslot, int sslot, DeviceWorkspace& ws,
+Result<Axis> upload_axis(const ResizePass& a, int wslot, int sslot, DeviceWorkspace& ws,
                          hdl::cuda::Stream& stream) {
   if (!a.resampled) return Axis{nullptr, nullptr, 0, a.out};
   HDL_ASSIGN_OR_RETURN(void* w, ws.upload(wslot, a.weights.data(), a.weights.size() * sizeof(float), stream));
@@ -154,21 +154,21 @@ Status resize(const ConstTensorView& src, const TensorView& dst, const ResizeOpt
               DeviceWorkspace& ws, hdl::cuda::Stream& stream) {
   HDL_RETURN_IF_ERROR(check_views(src, dst));
   HDL_RETURN_IF_ERROR(detail::check_device("resize", stream, {src.device, dst.device}));
-  ResizePlan& plan = ws.resize_plan;
-  HDL_RETURN_IF_ERROR(make_resize_plan({src.shape[0], src.shape[1]}, {dst.shape[0], dst.shape[1]},
-                                       options, dst.dtype, plan));
+  ResizePasses& passes = ws.resize_passes;
+  HDL_RETURN_IF_ERROR(make_resize_passes({src.shape[0], src.shape[1]}, {dst.shape[0], dst.shape[1]},
+                                         options, dst.dtype, passes));
   hdl::cuda::detail::DeviceGuard guard(stream.device().index);
   HDL_RETURN_IF_ERROR(guard.status());
-  HDL_ASSIGN_OR_RETURN(Axis ax, upload_axis(plan.x, kWeightsX, kStartX, ws, stream));
-  HDL_ASSIGN_OR_RETURN(Axis ay, upload_axis(plan.y, kWeightsY, kStartY, ws, stream));
+  HDL_ASSIGN_OR_RETURN(Axis ax, upload_axis(passes.x, kWeightsX, kStartX, ws, stream));
+  HDL_ASSIGN_OR_RETURN(Axis ay, upload_axis(passes.y, kWeightsY, kStartY, ws, stream));
   float* mid = nullptr;
-  if (const int64_t n = plan.intermediate_elements(src.shape[2]); n > 0) {
+  if (const int64_t n = passes.intermediate_elements(src.shape[2]); n > 0) {
     HDL_ASSIGN_OR_RETURN(void* m, ws.buffer(kIntermediate, static_cast<size_t>(n) * sizeof(float)));
     mid = static_cast<float*>(m);
   }
   const cudaStream_t s = detail::raw(stream);
-  if (src.dtype == DType::kU8) run<uint8_t>(src, dst, plan, ax, ay, mid, s);
-  else run<float>(src, dst, plan, ax, ay, mid, s);
+  if (src.dtype == DType::kU8) run<uint8_t>(src, dst, passes, ax, ay, mid, s);
+  else run<float>(src, dst, passes, ax, ay, mid, s);
   return detail::launched("resize");
 }
 

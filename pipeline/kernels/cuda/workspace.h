@@ -1,4 +1,4 @@
-// Per-stream scratch of the device kernels: host-side plans (weight tables, lookup tables,
+// Per-stream scratch of the device kernels: host-side tables (resize passes, lookup tables,
 // sample descriptors) and the device buffers they are uploaded into, plus intermediate images.
 // Buffers only grow, so steady state allocates nothing; growing frees the old device block
 // (cudaFree waits for the device, so work still reading it is safe, just slow).
@@ -19,7 +19,7 @@
 #include "media/api.h"
 #include "media/cuda/stream.h"
 #include "media/storage.h"
-#include "pipeline/kernels/cuda/plan.h"
+#include "pipeline/kernels/cuda/host_tables.h"
 
 HDL_API_BEGIN
 namespace hdl::kernels::cuda {
@@ -40,7 +40,7 @@ class DeviceWorkspace {
   static constexpr int kSlots = 6;
 
   // Host-side scratch reused by the kernels' launch code.
-  ResizePlan resize_plan;
+  ResizePasses resize_passes;
   CmnTable cmn_table;
   std::vector<uint8_t> host_params;
 

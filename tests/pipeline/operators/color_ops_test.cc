@@ -15,7 +15,7 @@
 #include "pipeline/kernels/color.h"
 #include "pipeline/kernels/normalize.h"
 #include "pipeline/operators/color_jitter.h"
-#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/crop_geometry.h"
 #include "tests/pipeline/operators/op_test_util.h"
 
 namespace hdl {

@@ -10,7 +10,7 @@
 
 #include "pipeline/kernels/crop.h"
 #include "pipeline/kernels/resize.h"
-#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/crop_geometry.h"
 #include "tests/pipeline/operators/op_test_util.h"
 
 namespace hdl {

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "pipeline/kernels/normalize.h"
-#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/crop_geometry.h"
 #include "tests/pipeline/operators/op_test_util.h"
 #include "tests/pipeline/operators/recorded_draws.h"
 

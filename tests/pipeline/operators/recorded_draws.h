@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/operators/decode_geometry.h"
+#include "pipeline/operators/crop_geometry.h"
 
 namespace hdl::testing {
 
@@ -22,6 +22,13 @@ inline std::vector<std::string> python_lines(const std::string& script, const st
   char buf[512];
   while (fgets(buf, sizeof buf, f)) lines.emplace_back(buf);
   pclose(f);
+  return lines;
+}
+
+/// The lines of torchvision_geometry.py (tests/pipeline/operators/), run once per test binary;
+/// empty when torchvision is unavailable.
+inline const std::vector<std::string>& torchvision_geometry() {
+  static const std::vector<std::string> lines = python_lines("tests/pipeline/operators/torchvision_geometry.py");
   return lines;
 }
 

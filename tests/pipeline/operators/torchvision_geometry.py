@@ -1,4 +1,5 @@
-# Golden geometry from torchvision 0.14 for decode_geometry_test.cc (run with /usr/bin/python3).
+# Golden geometry from torchvision 0.14 for crop_geometry_test.cc and fused_decode_region_test.cc
+# (run with /usr/bin/python3).
 #
 #   RRC H W seed scale_lo scale_hi ratio_lo ratio_hi   a RandomResizedCrop.get_params call, then
 #   U value / I value                                  its raw draws in call order (uniform_ and

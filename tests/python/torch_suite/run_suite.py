@@ -110,7 +110,7 @@ def child(mode: str, out_path: str, patterns: List[str], excludes: List[str],
                 yield t
 
     tests = [t for t in flat(suite) if short(t) not in skip and not _matches(short(t), excludes)]
-    emit(event="plan", ids=[short(t) for t in tests])
+    emit(event="tests", ids=[short(t) for t in tests])
 
     class Result(unittest.TestResult):
         def startTest(self, test):
@@ -196,7 +196,7 @@ def run_mode(mode: str, patterns: List[str], excludes: List[str], timeout: float
     """{'results': {id: {status, msg, seconds}}, 'seconds': wall, 'notes': [...]}"""
     t0 = time.monotonic()
     results: Dict[str, dict] = {}
-    planned: Optional[List[str]] = None
+    listed: Optional[List[str]] = None
     notes: List[str] = []
     tmp = tempfile.mkdtemp(prefix=f"hdl_torch_suite_{mode}_")
     attempt = 0
@@ -242,8 +242,8 @@ def run_mode(mode: str, patterns: List[str], excludes: List[str], timeout: float
                     except ValueError:
                         continue  # a line cut by the kill
                     ev = rec.get("event")
-                    if ev == "plan" and planned is None:
-                        planned = rec["ids"]
+                    if ev == "tests" and listed is None:
+                        listed = rec["ids"]
                     elif ev == "start":
                         running = rec["id"]
                     elif ev == "result":
@@ -255,7 +255,7 @@ def run_mode(mode: str, patterns: List[str], excludes: List[str], timeout: float
                         done = True
         if done:
             break
-        if planned is None:
+        if listed is None:
             with open(log_path, "rb") as f:
                 tail = f.read()[-3000:].decode(errors="replace")
             notes.append(f"{mode}: the run died before listing its tests (rc {rc}):\n{tail}")
@@ -270,13 +270,13 @@ def run_mode(mode: str, patterns: List[str], excludes: List[str], timeout: float
             break
     why = ("never started (its class's setUpClass failed or skipped)" if done
            else "not reached before the run ended")
-    for tid in planned or []:
+    for tid in listed or []:
         results.setdefault(tid, {"status": "notrun", "msg": why, "seconds": None})
     if notes:
         notes.append(f"{mode}: the test processes' output is kept in {tmp}")
     else:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"results": results, "seconds": time.monotonic() - t0, "notes": notes, "ok": planned is not None}
+    return {"results": results, "seconds": time.monotonic() - t0, "notes": notes, "ok": listed is not None}
 
 
 def _cache_path() -> str:

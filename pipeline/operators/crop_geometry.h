@@ -1,7 +1,7 @@
 // Window geometry of the cropping operators, with torchvision 0.14's rounding: the
-// RandomResizedCrop window (get_params), the RandomErasing rectangle (get_params), CenterCrop offsets (with its zero padding when the crop
-// is larger than the image), and the plan of the fused image_decoder (which region to decode, at
-// which DCT scale, and which window of which virtual resize to compute from it).
+// RandomResizedCrop window (get_params), the RandomErasing rectangle (get_params), CenterCrop
+// offsets (with its zero padding when the crop is larger than the image), and the random draws
+// they are made from. The fused image_decoder's region is fused_decode_region.h's.
 //
 // Internal to pipeline/operators (not installed). Thread safety: pure functions; a CropDraws is
 // used by one thread.
@@ -10,18 +10,14 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <vector>
 
-#include "decoders/decoder.h"
 #include "media/api.h"
-#include "media/status.h"
 #include "pipeline/kernels/resize.h"
 #include "pipeline/random.h"
 
 HDL_API_BEGIN
 namespace hdl {
 
-using kernels::PointYX;
 using kernels::SizeHW;
 
 /// A window of an image: top-left corner and size. Offsets may be negative and the window may
@@ -112,51 +108,6 @@ CropWindow center_crop_window(SizeHW image, SizeHW crop);
 
 /// A crop-size argument: [s] -> s x s, [h, w] -> h x w; empty -> nullopt.
 std::optional<SizeHW> crop_size_arg(std::span<const int64_t> size);
-
-/// What the fused image_decoder does after choosing a window of the image.
-struct FusedDecodeArgs {
-  std::vector<int64_t> resize;            ///< [] none, [s] shorter side, [h, w]
-  std::optional<int64_t> max_size;        ///< with resize [s]
-  std::optional<SizeHW> center_crop;      ///< after the resize
-  kernels::ResizeOptions options;
-  /// If not empty, each sample's filter is one of these, drawn uniformly (options.filter unused).
-  std::vector<kernels::ResizeFilter> random_filters;
-  bool dct_scaling = true;                ///< allow JPEG DCT-domain reduction
-};
-
-/// `args` for one sample: itself, or (with random_filters) a copy in `scratch` whose filter is
-/// drawn from `rng`, one draw after the crop window's as timm's RandomResizedCropAndInterpolation
-/// (interpolation='random') makes its random.choice after get_params.
-const FusedDecodeArgs& sample_fused_args(const FusedDecodeArgs& args, RandomStream& rng, FusedDecodeArgs& scratch);
-
-/// One image's fused decode: decode `roi` (oriented image pixels) at scale 1/`denom`, giving
-/// `decoded` pixels, which sit at `src_origin` of a virtual `full_in` image (the window at the
-/// decode scale); resize that to `full_out` and keep its window (`dst_origin`, `dst_size`), which
-/// lands at `dst_in_output` of an output of `out_size` (the rest of the output is 0). When
-/// `resample` is false the decoded pixels are the kept window as is (no resize).
-struct DecodePlan {
-  Roi roi;
-  int denom = 1;
-  SizeHW decoded;
-  SizeHW full_in;
-  PointYX src_origin;
-  SizeHW full_out;
-  PointYX dst_origin;
-  SizeHW dst_size;
-  PointYX dst_in_output;
-  SizeHW out_size;
-  bool resample = true;
-};
-
-/// Plans the decode of `window` (inside an oriented image of `image` size). `max_denom` is the
-/// largest DCT reduction the decoder offers (8 for JPEG, 1 otherwise): with args.dct_scaling, the
-/// largest of 8, 4, 2 (<= max_denom) that keeps the window at least twice the resized size in
-/// both dimensions is used, the window is snapped to that scale's pixel grid (nearest), and
-/// `roi` is aligned so the decoder returns exactly those pixels. With denom 1 the result equals
-/// full decode + crop(window) + resize + center crop bit for bit. Returns InvalidArgument for a
-/// window outside the image. `ws` is scratch for the weight tables.
-Result<DecodePlan> plan_decode(SizeHW image, const CropWindow& window, const FusedDecodeArgs& args,
-                               int max_denom, kernels::ResizeWorkspace& ws);
 
 }  // namespace hdl
 HDL_API_END

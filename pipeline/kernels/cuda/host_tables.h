@@ -10,7 +10,8 @@
 //   bits) and the fill element, from the CPU kernel's float32 expression and its float16 /
 //   bfloat16 rounding; the device kernel only looks them up.
 //
-// Thread safety: pure functions; a plan is a value (one per thread, reused to avoid allocation).
+// Thread safety: pure functions; ResizePasses and CmnTable are values (one per thread, reused to
+// avoid allocation).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,7 @@ HDL_API_BEGIN
 namespace hdl::kernels::cuda {
 
 /// One axis of a resize: output i = sum_k weights[i * taps + k] * input[start[i] + k].
-struct AxisPlan {
+struct ResizePass {
   bool resampled = false;        ///< false: the axis keeps its size and the pass is skipped
   int taps = 0;
   int64_t in = 0, out = 0;
@@ -34,8 +35,8 @@ struct AxisPlan {
 };
 
 /// Everything the device resize needs besides the pixels.
-struct ResizePlan {
-  AxisPlan x, y;
+struct ResizePasses {
+  ResizePass x, y;
   bool pil = false;             ///< Pillow uint8 semantics: horizontal first, intermediate and
                                 ///< output rounded half up (box / lanczos to uint8)
   bool vertical_first = false;  ///< pass order when both axes are resampled (never under pil)
@@ -43,11 +44,11 @@ struct ResizePlan {
   int64_t intermediate_elements(int64_t channels) const;
 };
 
-/// Fills `plan` (reusing its vectors) for resizing an in_h x in_w image to out_h x out_w with
+/// Fills `passes` (reusing its vectors) for resizing an in_h x in_w image to out_h x out_w with
 /// `options` into `out_dtype` (uint8 or float32). Returns InvalidArgument for a size < 1, a
 /// dimension over INT32_MAX or another dtype.
-Status make_resize_plan(SizeHW in, SizeHW out, const ResizeOptions& options, DType out_dtype,
-                        ResizePlan& plan);
+Status make_resize_passes(SizeHW in, SizeHW out, const ResizeOptions& options, DType out_dtype,
+                          ResizePasses& passes);
 
 /// The per-channel lookup table of CropMirrorNormalize on uint8 input.
 struct CmnTable {

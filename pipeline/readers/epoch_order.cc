@@ -1,4 +1,4 @@
-#include "pipeline/readers/epoch_plan.h"
+#include "pipeline/readers/epoch_order.h"
 
 #include <numeric>
 
@@ -51,7 +51,7 @@ std::vector<int64_t> global_order(int64_t n, const SourceOperator::Sharding& s, 
 
 }  // namespace
 
-EpochPlan::EpochPlan(int64_t n, int64_t batch_size, const SourceOperator::Sharding& s,
+EpochOrder::EpochOrder(int64_t n, int64_t batch_size, const SourceOperator::Sharding& s,
                      uint64_t seed, int64_t epoch)
     : batch_size_(batch_size), epoch_(epoch), last_batch_(parse_last_batch(s.last_batch)) {
   if (batch_size <= 0) throw ConfigError("batch_size must be >= 1");
@@ -64,7 +64,7 @@ EpochPlan::EpochPlan(int64_t n, int64_t batch_size, const SourceOperator::Shardi
   count_batches();
 }
 
-EpochPlan::EpochPlan(std::vector<int64_t> order, int64_t dataset_size, int64_t batch_size,
+EpochOrder::EpochOrder(std::vector<int64_t> order, int64_t dataset_size, int64_t batch_size,
                      const std::string& last_batch, int64_t epoch)
     : order_(std::move(order)), batch_size_(batch_size), epoch_(epoch), last_batch_(parse_last_batch(last_batch)) {
   if (batch_size <= 0) throw ConfigError("batch_size must be >= 1");
@@ -75,21 +75,21 @@ EpochPlan::EpochPlan(std::vector<int64_t> order, int64_t dataset_size, int64_t b
   count_batches();
 }
 
-void EpochPlan::count_batches() {
+void EpochOrder::count_batches() {
   const int64_t m = shard_size();
   num_batches_ = last_batch_ == LastBatch::kDrop ? m / batch_size_ : (m + batch_size_ - 1) / batch_size_;
 }
 
-int64_t EpochPlan::batch_length(int64_t b) const {
+int64_t EpochOrder::batch_length(int64_t b) const {
   if (last_batch_ != LastBatch::kPartial || b + 1 < num_batches_) return batch_size_;
   return shard_size() - b * batch_size_;
 }
 
-int64_t EpochPlan::num_slots() const {
+int64_t EpochOrder::num_slots() const {
   return num_batches_ == 0 ? 0 : (num_batches_ - 1) * batch_size_ + batch_length(num_batches_ - 1);
 }
 
-int64_t EpochPlan::dataset_index(int64_t position) const {
+int64_t EpochOrder::dataset_index(int64_t position) const {
   const int64_t m = shard_size();
   if (position < m) return order_[static_cast<size_t>(position)];
   if (last_batch_ == LastBatch::kPad) return order_.back();

@@ -1,4 +1,4 @@
-#include "pipeline/readers/epoch_plan.h"
+#include "pipeline/readers/epoch_order.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@ namespace {
 
 using Sharding = SourceOperator::Sharding;
 
-std::vector<int64_t> slots(const EpochPlan& p) {
+std::vector<int64_t> slots(const EpochOrder& p) {
   std::vector<int64_t> out;
   for (int64_t i = 0; i < p.num_slots(); ++i) out.push_back(p.dataset_index(i));
   return out;
@@ -24,44 +24,44 @@ bool is_permutation_of_range(std::vector<int64_t> v, int64_t n) {
   return v == ref;
 }
 
-TEST(EpochPlan, UnshuffledIsInOrder) {
-  EpochPlan p(10, 4, Sharding{}, 1, 0);
+TEST(EpochOrder, UnshuffledIsInOrder) {
+  EpochOrder p(10, 4, Sharding{}, 1, 0);
   EXPECT_EQ(slots(p), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
 }
 
-TEST(EpochPlan, ShuffleIsAPermutationPerEpochAndDiffersBetweenEpochs) {
+TEST(EpochOrder, ShuffleIsAPermutationPerEpochAndDiffersBetweenEpochs) {
   Sharding s;
   s.shuffle = true;
   for (int64_t buffer : {0, 16}) {
     s.shuffle_buffer = buffer;
     std::set<std::vector<int64_t>> seen;
     for (int64_t epoch = 0; epoch < 5; ++epoch) {
-      auto order = slots(EpochPlan(1000, 32, s, 7, epoch));
+      auto order = slots(EpochOrder(1000, 32, s, 7, epoch));
       EXPECT_TRUE(is_permutation_of_range(order, 1000)) << "buffer " << buffer;
-      EXPECT_EQ(order, slots(EpochPlan(1000, 32, s, 7, epoch)));  // reproducible
+      EXPECT_EQ(order, slots(EpochOrder(1000, 32, s, 7, epoch)));  // reproducible
       seen.insert(order);
     }
     EXPECT_EQ(seen.size(), 5u);
-    EXPECT_NE(slots(EpochPlan(1000, 32, s, 7, 0)), slots(EpochPlan(1000, 32, s, 8, 0)));  // seed matters
+    EXPECT_NE(slots(EpochOrder(1000, 32, s, 7, 0)), slots(EpochOrder(1000, 32, s, 8, 0)));  // seed matters
   }
 }
 
-TEST(EpochPlan, ShuffleBufferKeepsReadsNearSequential) {
+TEST(EpochOrder, ShuffleBufferKeepsReadsNearSequential) {
   Sharding s;
   s.shuffle = true;
   s.shuffle_buffer = 8;
-  auto order = slots(EpochPlan(1000, 10, s, 3, 0));
+  auto order = slots(EpochOrder(1000, 10, s, 3, 0));
   for (size_t i = 0; i < order.size(); ++i) EXPECT_LT(order[i], static_cast<int64_t>(i) + 8);
 }
 
-TEST(EpochPlan, ShardsAreDisjointAndCompleteFor1To8Shards) {
+TEST(EpochOrder, ShardsAreDisjointAndCompleteFor1To8Shards) {
   for (bool shuffle : {false, true}) {
     for (int64_t n : {1, 7, 100, 1001}) {
       for (int64_t shards = 1; shards <= 8; ++shards) {
         std::vector<int64_t> all;
         for (int64_t k = 0; k < shards; ++k) {
           Sharding s{.shard_id = k, .num_shards = shards, .shuffle = shuffle};
-          EpochPlan p(n, 5, s, 11, 2);
+          EpochOrder p(n, 5, s, 11, 2);
           auto mine = slots(p);
           EXPECT_LE(std::abs(p.shard_size() - n / shards), 1);
           all.insert(all.end(), mine.begin(), mine.end());
@@ -72,13 +72,13 @@ TEST(EpochPlan, ShardsAreDisjointAndCompleteFor1To8Shards) {
   }
 }
 
-TEST(EpochPlan, PadShardsGivesEveryShardTheSameBatchCount) {
+TEST(EpochOrder, PadShardsGivesEveryShardTheSameBatchCount) {
   for (int64_t shards = 1; shards <= 8; ++shards) {
     std::set<int64_t> batch_counts, sizes;
     std::set<int64_t> covered;
     for (int64_t k = 0; k < shards; ++k) {
       Sharding s{.shard_id = k, .num_shards = shards, .shuffle = true, .pad_shards = true};
-      EpochPlan p(103, 4, s, 5, 0);
+      EpochOrder p(103, 4, s, 5, 0);
       batch_counts.insert(p.num_batches());
       sizes.insert(p.shard_size());
       for (auto i : slots(p)) covered.insert(i);
@@ -89,14 +89,14 @@ TEST(EpochPlan, PadShardsGivesEveryShardTheSameBatchCount) {
   }
 }
 
-TEST(EpochPlan, LastBatchPolicies) {
+TEST(EpochOrder, LastBatchPolicies) {
   // 10 samples, batch 4.
-  auto plan = [](const char* policy) {
+  auto order = [](const char* policy) {
     Sharding s;
     s.last_batch = policy;
-    return EpochPlan(10, 4, s, 0, 0);
+    return EpochOrder(10, 4, s, 0, 0);
   };
-  EpochPlan drop = plan("drop"), partial = plan("partial"), pad = plan("pad"), fill = plan("fill");
+  EpochOrder drop = order("drop"), partial = order("partial"), pad = order("pad"), fill = order("fill");
   EXPECT_EQ(drop.num_batches(), 2);
   EXPECT_EQ(drop.num_slots(), 8);
   EXPECT_EQ(partial.num_batches(), 3);
@@ -112,13 +112,13 @@ TEST(EpochPlan, LastBatchPolicies) {
   for (const char* p : {"drop", "partial", "pad", "fill"}) {
     Sharding s;
     s.last_batch = p;
-    EXPECT_EQ(EpochPlan(12, 4, s, 0, 0).num_batches(), 3) << p;
+    EXPECT_EQ(EpochOrder(12, 4, s, 0, 0).num_batches(), 3) << p;
   }
 }
 
-TEST(EpochPlan, EmptyShard) {
+TEST(EpochOrder, EmptyShard) {
   Sharding s{.shard_id = 3, .num_shards = 4};
-  EpochPlan p(2, 4, s, 0, 0);
+  EpochOrder p(2, 4, s, 0, 0);
   EXPECT_EQ(p.shard_size(), 0);
   EXPECT_EQ(p.num_batches(), 0);
 }

@@ -1,4 +1,4 @@
-#include "decoders/detail/decode_plan.h"
+#include "decoders/detail/decode_window.h"
 
 #include <cstring>
 #include <string>
@@ -37,8 +37,8 @@ int choose_scale(int64_t w, int64_t h, const DecodeRequest& req, int max_denom) 
 
 }  // namespace
 
-Result<DecodePlan> plan_decode(const ImageInfo& info, const DecodeRequest& req, int max_scale_denom) {
-  DecodePlan p;
+Result<DecodeWindow> decode_window(const ImageInfo& info, const DecodeRequest& req, int max_scale_denom) {
+  DecodeWindow p;
   p.width = info.width;
   p.height = info.height;
   if (p.width <= 0 || p.height <= 0) return Status::invalid_data("image has no pixels");
@@ -65,27 +65,27 @@ Result<DecodePlan> plan_decode(const ImageInfo& info, const DecodeRequest& req, 
   return p;
 }
 
-Status check_output(const TensorView& out, const DecodePlan& plan) {
-  if (out.shape != plan.shape)
+Status check_output(const TensorView& out, const DecodeWindow& window) {
+  if (out.shape != window.shape)
     return Status::invalid_argument("output has shape " + out.shape.to_string() + ", decode writes " +
-                                    plan.shape.to_string());
+                                    window.shape.to_string());
   if (out.dtype != DType::kU8 || out.strides.ndim() != 3 || out.strides[2] != 1 ||
       !out.device.is_cpu() || out.data == nullptr)
     return Status::invalid_argument("output must be a host uint8 HWC view with unit channel stride");
   return Status::ok();
 }
 
-void write_window_row(const uint8_t* row, int64_t r, const DecodePlan& plan, const TensorView& out) {
+void write_window_row(const uint8_t* row, int64_t r, const DecodeWindow& window, const TensorView& out) {
   const int64_t s0 = out.strides[0], s1 = out.strides[1];
-  const int64_t sw = plan.scaled.w, sh = plan.scaled.h;
-  const int c = plan.channels;
+  const int64_t sw = window.scaled.w, sh = window.scaled.h;
+  const int c = window.channels;
   auto* base = static_cast<uint8_t*>(out.data);
-  if (plan.orientation == 1 && s1 == c) {
+  if (window.orientation == 1 && s1 == c) {
     std::memcpy(base + r * s0, row, size_t(sw * c));
     return;
   }
   int64_t oy = 0, ox = 0, step = 0;  // output pixel of row[0], then bytes per step along the row
-  switch (plan.orientation) {
+  switch (window.orientation) {
     case 2: oy = r; ox = sw - 1; step = -s1; break;
     case 3: oy = sh - 1 - r; ox = sw - 1; step = -s1; break;
     case 4: oy = sh - 1 - r; ox = 0; step = s1; break;
@@ -105,29 +105,6 @@ void write_window_row(const uint8_t* row, int64_t r, const DecodePlan& plan, con
   } else {
     for (int64_t j = 0; j < sw; ++j, dst += step, row += c) std::memcpy(dst, row, size_t(c));
   }
-}
-
-void cmyk_to_color(const uint8_t* cmyk, uint8_t* dst, int64_t n, ColorFormat color) {
-  // Pillow reads libjpeg's CMYK as "CMYK;I" (inverted: C = 255 - c) and converts with
-  // R = clip(nk - nk * C / 255) where nk = 255 - K = k and the division is its MULDIV255.
-  auto channel = [](uint32_t stored, uint32_t nk) {
-    uint32_t t = (255 - stored) * nk + 128;
-    int v = int(nk) - int(((t >> 8) + t) >> 8);
-    return uint8_t(v < 0 ? 0 : v);
-  };
-  for (int64_t i = 0; i < n; ++i, cmyk += 4) {
-    uint32_t nk = cmyk[3];
-    uint8_t r = channel(cmyk[0], nk), g = channel(cmyk[1], nk), b = channel(cmyk[2], nk);
-    switch (color) {
-      case ColorFormat::kRGB: dst[0] = r; dst[1] = g; dst[2] = b; dst += 3; break;
-      case ColorFormat::kBGR: dst[0] = b; dst[1] = g; dst[2] = r; dst += 3; break;
-      case ColorFormat::kGray: *dst++ = luma(r, g, b); break;
-    }
-  }
-}
-
-void rgb_to_gray(const uint8_t* src, int src_stride, uint8_t* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i, src += src_stride) dst[i] = luma(src[0], src[1], src[2]);
 }
 
 }  // namespace hdl::detail

@@ -1,8 +1,8 @@
-// Window geometry vs torchvision 0.14 itself (torchvision_geometry.py, run with /usr/bin/python3):
+// Crop geometry vs torchvision 0.14 itself (torchvision_geometry.py, run with /usr/bin/python3):
 // RandomResizedCrop.get_params fed the very draws torchvision made (recorded by wrapping
 // uniform_ and randint) returns the same window, including the central-crop fallback on extreme
-// aspect ratios; CenterCrop offsets (with padding) and Resize output sizes for odd sizes.
-#include "pipeline/operators/decode_geometry.h"
+// aspect ratios; CenterCrop offsets (with padding) for odd sizes.
+#include "pipeline/operators/crop_geometry.h"
 
 #include <gtest/gtest.h>
 
@@ -19,15 +19,12 @@ namespace {
 
 using testing::RecordedDraws;
 
-const std::vector<std::string>& reference() {
-  static const std::vector<std::string> lines = testing::python_lines("tests/pipeline/operators/torchvision_geometry.py");
-  return lines;
-}
+const std::vector<std::string>& reference() { return testing::torchvision_geometry(); }
 
 #define REQUIRE_REFERENCE() \
   if (reference().empty()) GTEST_SKIP() << "torchvision (/usr/bin/python3) unavailable"
 
-TEST(DecodeGeometry, RandomResizedCropWindowsEqualTorchvisionGivenItsDraws) {
+TEST(CropGeometry, RandomResizedCropWindowsEqualTorchvisionGivenItsDraws) {
   REQUIRE_REFERENCE();
   int cases = 0, fallbacks = 0;
   for (size_t i = 0; i < reference().size(); ++i) {
@@ -64,7 +61,7 @@ TEST(DecodeGeometry, RandomResizedCropWindowsEqualTorchvisionGivenItsDraws) {
   EXPECT_GT(fallbacks, 50);  // the extreme aspect ratios take the central-crop fallback
 }
 
-TEST(DecodeGeometry, CenterCropOffsetsEqualTorchvision) {
+TEST(CropGeometry, CenterCropOffsetsEqualTorchvision) {
   REQUIRE_REFERENCE();
   int n = 0;
   for (const std::string& l : reference()) {
@@ -80,34 +77,7 @@ TEST(DecodeGeometry, CenterCropOffsetsEqualTorchvision) {
   EXPECT_GT(n, 50);
 }
 
-TEST(DecodeGeometry, FusedResizeSizesEqualTorchvision) {
-  REQUIRE_REFERENCE();
-  kernels::ResizeWorkspace ws;
-  int n = 0;
-  for (const std::string& l : reference()) {
-    std::istringstream line(l);
-    std::string tag;
-    SizeHW image, want;
-    int64_t size, max_size;
-    if (!(line >> tag) || tag != "RS") continue;
-    line >> image.h >> image.w >> size >> max_size >> want.h >> want.w;
-    FusedDecodeArgs args;
-    args.resize = {size};
-    if (max_size > 0) args.max_size = max_size;
-    auto plan = plan_decode(image, {0, 0, image.h, image.w}, args, 1, ws);
-    if (want.h < 0) {
-      EXPECT_FALSE(plan.is_ok()) << l;  // a side of 0: torch refuses too
-    } else {
-      ASSERT_TRUE(plan.is_ok()) << l << ": " << plan.status().to_string();
-      EXPECT_EQ(plan->out_size, want) << l;
-      EXPECT_EQ(plan->full_out, want) << l;
-    }
-    ++n;
-  }
-  EXPECT_GT(n, 50);
-}
-
-TEST(DecodeGeometry, CropOffsetAtTheEndsAndOutside) {
+TEST(CropGeometry, CropOffsetAtTheEndsAndOutside) {
   EXPECT_EQ(crop_offset(500, 224, 0.0), 0);
   EXPECT_EQ(crop_offset(500, 224, 1.0), 276);
   EXPECT_EQ(crop_offset(225, 224, 0.5), 0);   // round(0.5) = 0 (half to even)
@@ -121,7 +91,7 @@ TEST(DecodeGeometry, CropOffsetAtTheEndsAndOutside) {
 // crop_offset_binned cuts [0, 1] into H - h + 1 equal bins, one per offset: a uniform pos
 // gives each offset the same share (the pipeline's statistical test draws it:
 // VideoReaderTest.ClipCropOffsetsAreUniformIntegers), and pos 1 is the last offset.
-TEST(DecodeGeometry, BinnedCropOffsetsGiveEveryOffsetAnEqualBin) {
+TEST(CropGeometry, BinnedCropOffsetsGiveEveryOffsetAnEqualBin) {
   for (int64_t room : {0, 1, 4, 276}) {
     std::vector<int64_t> count(static_cast<size_t>(room + 1));
     constexpr int kSteps = 100000;
@@ -142,43 +112,6 @@ TEST(DecodeGeometry, BinnedCropOffsetsGiveEveryOffsetAnEqualBin) {
   EXPECT_EQ(crop_offset_binned(100, 105, 0.99), -5);
   EXPECT_EQ(crop_offset_binned(100, 105, 1.0), -5);
   EXPECT_EQ(crop_offset_binned(100, 105, 0.5), -3);    // floor(0.5 * 6)
-}
-
-TEST(DecodeGeometry, EvalPlanDecodesOnlyTheSpanAtFullResolution) {
-  kernels::ResizeWorkspace ws;
-  FusedDecodeArgs args;
-  args.resize = {256};
-  args.center_crop = SizeHW{224, 224};
-  auto plan = plan_decode({375, 500}, {0, 0, 375, 500}, args, 8, ws);
-  ASSERT_TRUE(plan.is_ok());
-  EXPECT_EQ(plan->denom, 1);  // 375 < 2 * 256: no DCT scaling
-  EXPECT_EQ(plan->full_out, (SizeHW{256, 341}));
-  EXPECT_EQ(plan->dst_origin, (PointYX{16, 58}));
-  EXPECT_EQ(plan->out_size, (SizeHW{224, 224}));
-  EXPECT_LT(plan->roi.w, 500);
-  EXPECT_LT(plan->roi.h, 375);
-  EXPECT_EQ(plan->decoded, (SizeHW{plan->roi.h, plan->roi.w}));
-}
-
-TEST(DecodeGeometry, DctPlanAlignsTheRegionToTheScaledGrid) {
-  kernels::ResizeWorkspace ws;
-  FusedDecodeArgs args;
-  args.resize = {64, 64};
-  const SizeHW image{1001, 1503};
-  const CropWindow window{13, 29, 611, 907};
-  auto plan = plan_decode(image, window, args, 8, ws);
-  ASSERT_TRUE(plan.is_ok());
-  EXPECT_EQ(plan->denom, 4);  // 611 / 4 >= 128; 611 / 8 < 128
-  EXPECT_EQ(plan->roi.x % 4, 0);
-  EXPECT_EQ(plan->roi.y % 4, 0);
-  EXPECT_EQ(plan->decoded.w, (plan->roi.w + 3) / 4);
-  EXPECT_EQ(plan->decoded.h, (plan->roi.h + 3) / 4);
-  EXPECT_NEAR(plan->full_in.w, 907 / 4.0, 1.0);
-  args.dct_scaling = false;
-  plan = plan_decode(image, window, args, 8, ws);
-  ASSERT_TRUE(plan.is_ok());
-  EXPECT_EQ(plan->denom, 1);
-  EXPECT_EQ(plan->roi, (Roi{29, 13, 907, 611}));
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
-// Host-side preparation of the device kernels (pipeline/kernels/cuda/plan.h), checked without a
+// Host-side preparation of the device kernels (pipeline/kernels/cuda/host_tables.h), checked without a
 // GPU: the tables are the CPU kernels' own, and the device algorithms, run on the host with
-// these plans (a line-by-line emulation of resize.cu's and normalize.cu's arithmetic), give the
+// these tables (a line-by-line emulation of resize.cu's and normalize.cu's arithmetic), give the
 // CPU kernels' results bit for bit on real photos. On a GPU, tests/cuda/kernels_gpu_test.cc
 // then only has to show that the device computes what this emulation computes.
-#include "pipeline/kernels/cuda/plan.h"
+#include "pipeline/kernels/cuda/host_tables.h"
 
 #include <gtest/gtest.h>
 
@@ -42,7 +42,7 @@ Img to_float(const ConstTensorView& s) {
 }
 
 // resize.cu h_pass: two chains (even / odd taps) for dense 3-channel rows, one otherwise.
-Img h_pass(const Img& s, const AxisPlan& a, bool pairs) {
+Img h_pass(const Img& s, const ResizePass& a, bool pairs) {
   Img d(s.h, a.out, s.c);
   for (int64_t y = 0; y < s.h; ++y)
     for (int64_t x = 0; x < a.out; ++x) {
@@ -69,7 +69,7 @@ Img h_pass(const Img& s, const AxisPlan& a, bool pairs) {
 }
 
 // resize.cu v_pass: the first product, then the others added in order.
-Img v_pass(const Img& s, const AxisPlan& a) {
+Img v_pass(const Img& s, const ResizePass& a) {
   Img d(a.out, s.w, s.c);
   for (int64_t y = 0; y < a.out; ++y) {
     const float* w = a.weights.data() + y * a.taps;
@@ -89,8 +89,8 @@ float clamp255(float v) { return v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v; }
 // The device resize on the host.
 Tensor emulate_resize(const ConstTensorView& src, int64_t out_h, int64_t out_w, DType dtype,
                       const ResizeOptions& o) {
-  ResizePlan p;
-  EXPECT_TRUE(make_resize_plan({src.shape[0], src.shape[1]}, {out_h, out_w}, o, dtype, p).is_ok());
+  ResizePasses p;
+  EXPECT_TRUE(make_resize_passes({src.shape[0], src.shape[1]}, {out_h, out_w}, o, dtype, p).is_ok());
   const Img s = to_float(src);
   const bool src_pairs = s.c == 3 && src.strides[2] == 1 && src.strides[1] == 3;
   Img r(0, 0, 0);
@@ -114,12 +114,12 @@ Tensor emulate_resize(const ConstTensorView& src, int64_t out_h, int64_t out_w, 
   return out;
 }
 
-TEST(ResizePlanTest, TablesAreTheCpuKernelsOwn) {
+TEST(ResizePassesTest, TablesAreTheCpuKernelsOwn) {
   for (auto filter : {ResizeFilter::kNearest, ResizeFilter::kLinear, ResizeFilter::kCubic,
                       ResizeFilter::kBox, ResizeFilter::kLanczos}) {
     for (bool aa : {true, false}) {
-      ResizePlan p;
-      ASSERT_TRUE(make_resize_plan({375, 500}, {224, 224}, {filter, aa}, DType::kU8, p).is_ok());
+      ResizePasses p;
+      ASSERT_TRUE(make_resize_passes({375, 500}, {224, 224}, {filter, aa}, DType::kU8, p).is_ok());
       std::vector<float> w;
       std::vector<int32_t> start;
       const int taps = kernels::detail::compute_resize_weights(500, 224, {filter, aa}, w, start);
@@ -132,22 +132,22 @@ TEST(ResizePlanTest, TablesAreTheCpuKernelsOwn) {
   }
 }
 
-TEST(ResizePlanTest, SkipsAnUnchangedAxisLikeTheCpuKernel) {
-  ResizePlan p;
-  ASSERT_TRUE(make_resize_plan({100, 80}, {100, 40}, {}, DType::kU8, p).is_ok());
+TEST(ResizePassesTest, SkipsAnUnchangedAxisLikeTheCpuKernel) {
+  ResizePasses p;
+  ASSERT_TRUE(make_resize_passes({100, 80}, {100, 40}, {}, DType::kU8, p).is_ok());
   EXPECT_TRUE(p.x.resampled);
   EXPECT_FALSE(p.y.resampled);
   EXPECT_EQ(p.intermediate_elements(3), 0);
-  ASSERT_TRUE(make_resize_plan({100, 80}, {100, 80}, {}, DType::kF32, p).is_ok());
+  ASSERT_TRUE(make_resize_passes({100, 80}, {100, 80}, {}, DType::kF32, p).is_ok());
   EXPECT_TRUE(p.x.resampled);  // neither changes: one identity horizontal pass
   EXPECT_FALSE(p.y.resampled);
-  ASSERT_TRUE(make_resize_plan({100, 80}, {50, 40}, {}, DType::kU8, p).is_ok());
+  ASSERT_TRUE(make_resize_passes({100, 80}, {50, 40}, {}, DType::kU8, p).is_ok());
   EXPECT_EQ(p.intermediate_elements(3), (p.vertical_first ? 50 * 80 : 100 * 40) * 3);
-  EXPECT_EQ(make_resize_plan({0, 80}, {50, 40}, {}, DType::kU8, p).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(make_resize_plan({10, 80}, {50, 40}, {}, DType::kI16, p).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(make_resize_passes({0, 80}, {50, 40}, {}, DType::kU8, p).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(make_resize_passes({10, 80}, {50, 40}, {}, DType::kI16, p).code(), StatusCode::kInvalidArgument);
 }
 
-TEST(ResizePlanTest, DeviceAlgorithmMatchesCpuResizeBitForBitOnPhotos) {
+TEST(ResizePassesTest, DeviceAlgorithmMatchesCpuResizeBitForBitOnPhotos) {
   HDL_REQUIRE_CORPUS();
   const std::vector<Tensor> photos = corpus_photos(3);
   ASSERT_EQ(photos.size(), 3u);
@@ -176,7 +176,7 @@ TEST(ResizePlanTest, DeviceAlgorithmMatchesCpuResizeBitForBitOnPhotos) {
           }
     }
   }
-  std::cout << "[ resize plan ] " << cases << " cases bit-exact\n";
+  std::cout << "[ resize passes ] " << cases << " cases bit-exact\n";
 }
 
 NormalizeParams imagenet() {

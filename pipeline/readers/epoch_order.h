@@ -1,4 +1,4 @@
-// EpochPlan: which dataset sample fills each slot of an epoch, for one shard.
+// EpochOrder: which dataset sample fills each slot of an epoch, for one shard.
 //
 // The order is a pure function of (dataset size, batch size, sharding options, seed, epoch):
 //   1. the whole dataset in order, or shuffled: a full permutation (Fisher-Yates) or a bounded
@@ -29,14 +29,14 @@ enum class LastBatch { kDrop, kPartial, kPad, kFill };
 /// Parses "drop", "partial", "pad", "fill". Throws ConfigError otherwise.
 LastBatch parse_last_batch(const std::string& name);
 
-class EpochPlan {
+class EpochOrder {
  public:
-  EpochPlan(int64_t dataset_size, int64_t batch_size, const SourceOperator::Sharding& sharding,
+  EpochOrder(int64_t dataset_size, int64_t batch_size, const SourceOperator::Sharding& sharding,
             uint64_t seed, int64_t epoch);
   /// An epoch that walks `order` (dataset indices chosen by the caller, e.g. a torch sampler;
   /// already sharded), with the sharding's last-batch policy. Throws ConfigError for an index
   /// outside [0, dataset_size).
-  EpochPlan(std::vector<int64_t> order, int64_t dataset_size, int64_t batch_size,
+  EpochOrder(std::vector<int64_t> order, int64_t dataset_size, int64_t batch_size,
             const std::string& last_batch, int64_t epoch);
 
   /// Samples of this shard this epoch, before the last-batch policy.

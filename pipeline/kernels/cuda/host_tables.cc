@@ -1,4 +1,4 @@
-#include "pipeline/kernels/cuda/plan.h"
+#include "pipeline/kernels/cuda/host_tables.h"
 
 #include <cstring>
 #include <string>
@@ -9,7 +9,7 @@
 namespace hdl::kernels::cuda {
 namespace {
 
-Status fill_axis(int64_t in, int64_t out, bool resampled, const ResizeOptions& o, AxisPlan& a) {
+Status fill_axis(int64_t in, int64_t out, bool resampled, const ResizeOptions& o, ResizePass& a) {
   a.resampled = resampled, a.in = in, a.out = out;
   a.taps = resampled ? kernels::detail::compute_resize_weights(in, out, o, a.weights, a.start) : 0;
   return Status::ok();
@@ -17,7 +17,7 @@ Status fill_axis(int64_t in, int64_t out, bool resampled, const ResizeOptions& o
 
 // The CPU kernel's pass-order cost model (detail::vertical_first in resize_passes.h): the order
 // changes how float sums associate, so the device takes the same one.
-bool cpu_vertical_first(int64_t in_h, int64_t in_w, const AxisPlan& x, const AxisPlan& y) {
+bool cpu_vertical_first(int64_t in_h, int64_t in_w, const ResizePass& x, const ResizePass& y) {
   const double out_w = static_cast<double>(x.out), out_h = static_cast<double>(y.out);
   const double h_first = 3.0 * in_h * out_w * x.taps + out_h * out_w * y.taps;
   const double v_first = out_h * in_w * y.taps + 3.0 * out_h * out_w * x.taps;
@@ -26,15 +26,15 @@ bool cpu_vertical_first(int64_t in_h, int64_t in_w, const AxisPlan& x, const Axi
 
 }  // namespace
 
-int64_t ResizePlan::intermediate_elements(int64_t channels) const {
+int64_t ResizePasses::intermediate_elements(int64_t channels) const {
   if (!x.resampled || !y.resampled) return 0;
   const bool v_first = vertical_first && !pil;
   // v-first: out_h rows of the input width; h-first: input rows of the output width.
   return (v_first ? y.out * x.in : y.in * x.out) * channels;
 }
 
-Status make_resize_plan(SizeHW in, SizeHW out, const ResizeOptions& o, DType out_dtype,
-                        ResizePlan& plan) {
+Status make_resize_passes(SizeHW in, SizeHW out, const ResizeOptions& o, DType out_dtype,
+                          ResizePasses& passes) {
   if (in.h < 1 || in.w < 1 || out.h < 1 || out.w < 1 || in.h > INT32_MAX || in.w > INT32_MAX ||
       out.h > INT32_MAX || out.w > INT32_MAX) {
     return Status::invalid_argument("resize: bad sizes " + std::to_string(in.h) + "x" +
@@ -52,11 +52,11 @@ Status make_resize_plan(SizeHW in, SizeHW out, const ResizeOptions& o, DType out
   // horizontal pass (copy + convert).
   const bool do_h = in.w != out.w || in.h == out.h;
   const bool do_v = in.h != out.h;
-  HDL_RETURN_IF_ERROR(fill_axis(in.w, out.w, do_h, o, plan.x));
-  HDL_RETURN_IF_ERROR(fill_axis(in.h, out.h, do_v, o, plan.y));
-  plan.pil = out_dtype == DType::kU8 &&
-             (o.pillow || o.filter == ResizeFilter::kBox || o.filter == ResizeFilter::kLanczos);
-  plan.vertical_first = do_h && do_v && !plan.pil && cpu_vertical_first(in.h, in.w, plan.x, plan.y);
+  HDL_RETURN_IF_ERROR(fill_axis(in.w, out.w, do_h, o, passes.x));
+  HDL_RETURN_IF_ERROR(fill_axis(in.h, out.h, do_v, o, passes.y));
+  passes.pil = out_dtype == DType::kU8 &&
+               (o.pillow || o.filter == ResizeFilter::kBox || o.filter == ResizeFilter::kLanczos);
+  passes.vertical_first = do_h && do_v && !passes.pil && cpu_vertical_first(in.h, in.w, passes.x, passes.y);
   return Status::ok();
 }
 
