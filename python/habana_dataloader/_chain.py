@@ -20,7 +20,7 @@ import torchvision.transforms as T
 from ._recipes import delegate, expand_image_classification, recipe_op
 from ._support import NativeOp, Unmapped, Unsupported
 from ._timm import as_torchvision as _timm_as_torchvision
-from ._transform_table import entry_of, is_v1, tensor_antialias
+from ._transform_table import TIMM_TRANSLATORS, V2_TRANSLATORS, entry_of, is_v1, tensor_antialias
 from ._v2 import as_v1 as _v2_as_v1
 
 
@@ -39,8 +39,8 @@ def flatten(t: Any) -> List[Any]:
     inner = delegate(t)
     if inner is not None and inner is not t:
         return flatten(inner)
-    timm = _timm_as_torchvision(t)  # timm's classes as the torchvision transforms they equal
-    v1 = _v2_as_v1(t) if timm is None else None  # transforms.v2's as the v1 transforms they equal
+    timm = _timm_as_torchvision(t, TIMM_TRANSLATORS)  # timm's classes as the torchvision transforms they equal
+    v1 = _v2_as_v1(t, V2_TRANSLATORS) if timm is None else None  # transforms.v2's as the v1 transforms they equal
     if v1 is not None:
         return [y for x in v1 for y in flatten(_from(x, t))]
     return [t] if timm is None else [_from(x, t) for x in timm]

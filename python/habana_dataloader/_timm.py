@@ -232,20 +232,19 @@ def to_tensor(t: Any) -> Unmapped:
 TF, RE, AA = "timm.data.transforms", "timm.data.random_erasing", "timm.data.auto_augment"  # timm's modules
 
 
-def as_torchvision(t: Any) -> Optional[List[Any]]:
+def as_torchvision(t: Any, translators: Dict[Tuple[str, str], Any]) -> Optional[List[Any]]:
     """[the torchvision transform `t` equals] or [Unmapped(t, why)] for a timm transform; None
-    for anything else (and whenever timm is not imported)."""
+    for anything else (and whenever timm is not imported). `translators`: the transform table's
+    TIMM_TRANSLATORS (passed in: the table imports this module's translators)."""
     if not type(t).__module__.startswith("timm.") and not any(
             c.__module__.startswith("timm.") for c in type(t).__mro__):
         return None
-    from ._transform_table import TIMM_TRANSLATORS  # the table imports this module's translators
-
-    key = _timm_base(t, TIMM_TRANSLATORS)
+    key = _timm_base(t, translators)
     if key is None:
         if type(t).__module__.startswith("timm."):
             return [Unmapped(t, f"timm's {type(t).__name__} has no native mapping")]
         return [Unmapped(t, f"{type(t).__name__} overrides how timm's {_first_timm(t)} transforms")]
-    return [TIMM_TRANSLATORS[key](t)]
+    return [translators[key](t)]
 
 
 def _first_timm(t: Any) -> str:

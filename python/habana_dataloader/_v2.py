@@ -229,19 +229,18 @@ def _v2_class(t: Any) -> Optional[type]:
     return next((c for c in type(t).__mro__ if c.__module__.startswith(_V2)), None)
 
 
-def as_v1(t: Any) -> Optional[List[Any]]:
+def as_v1(t: Any, translators: Dict[str, Any]) -> Optional[List[Any]]:
     """[the v1 transforms a torchvision.transforms.v2 transform `t` equals] (a Compose: [a v1
     Compose of its transforms]; none for Identity / ToPureTensor) or [Unmapped(t, why)]; None
-    for anything else (and whenever v2 is not imported)."""
+    for anything else (and whenever v2 is not imported). `translators`: the transform table's
+    V2_TRANSLATORS (passed in: the table imports this module's translators)."""
     v2 = sys.modules.get(_V2)
     if v2 is None:
         return None
     base = _v2_class(t)
     if base is None:
         return None
-    from ._transform_table import V2_TRANSLATORS  # the table imports this module's translators
-
-    mapper = V2_TRANSLATORS.get(base.__name__)
+    mapper = translators.get(base.__name__)
     if mapper is None or getattr(v2, base.__name__, None) is not base:
         return [Unmapped(t, f"{_name(t) if type(t) is base else type(t).__name__ + ' (a v2.' + base.__name__ + ')'} "
                             "has no native mapping")]

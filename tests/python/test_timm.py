@@ -329,7 +329,11 @@ def test_rand_augment_sample_is_a_timm_outcome(val_root, tmp_path, monkeypatch):
     ra = rand_augment_transform("rand-m9-n2", {"img_mean": IMG_MEAN, "interpolation": Image.BILINEAR})
     n, crop = 6, [40, 48]
     lst = _decoded(val_root, tmp_path, n, crop)
-    from habana_dataloader._timm import as_torchvision
+    from functools import partial
+
+    from habana_dataloader._timm import as_torchvision as _as_torchvision
+    from habana_dataloader._transform_table import TIMM_TRANSLATORS
+    as_torchvision = partial(_as_torchvision, translators=TIMM_TRANSLATORS)
     op = as_torchvision(ra)[0]
     assert op.op == "timm_augment" and op.args["magnitudes"] == [9.0] * 15, op.args
     images, out = _native_timm(lst, n, crop, seed=7, **op.args)

@@ -15,12 +15,17 @@ import pytest
 import torch
 import torchvision
 import torchvision.transforms as T
+from functools import partial
+
 from PIL import Image
 from torch.utils.data import DataLoader, default_collate
 
 from habana_dataloader import HabanaDataLoader
-from habana_dataloader._v2 import as_v1
+from habana_dataloader._transform_table import V2_TRANSLATORS
+from habana_dataloader._v2 import as_v1 as _as_v1
 from laws import mean_values, same_law
+
+as_v1 = partial(_as_v1, translators=V2_TRANSLATORS)
 
 try:
     from torchvision.transforms import v2
