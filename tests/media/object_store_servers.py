@@ -5,8 +5,8 @@
 
 - nginx (Debian's), as this user, with a temporary config on a free port, serving --root
   (range requests and keep-alive are nginx's own);
-- moto's S3 server (moto_server from $HDL_MOTO_SERVER, build/venv-moto, the torch2 venv, or
-  PATH), with bucket "hdl" holding every file of --root (uploaded with the curl CLI, signed
+- moto's S3 server (moto_server from $HDL_MOTO_SERVER, else build/venv-moto, made by
+  make_moto_venv.sh when PyPI or its wheelhouse has the pins, else the torch2 venv or PATH), with bucket "hdl" holding every file of --root (uploaded with the curl CLI, signed
   with --aws-sigv4);
 - one tests/media/fault_proxy.py in front of each.
 Writes STATE/servers.txt, lines "name=value" (pid: this process; nginx, moto, proxy_nginx, proxy_moto: ports;
@@ -83,8 +83,12 @@ http {{
 
 
 def find_moto():
-    cands = [os.environ.get("HDL_MOTO_SERVER", ""),
-             os.path.join(ROOT, "build", "venv-moto", "bin", "moto_server"),
+    if os.environ.get("HDL_MOTO_SERVER"):
+        return os.environ["HDL_MOTO_SERVER"]
+    # The pinned venv (made, or found current, by make_moto_venv.sh), else one on hand.
+    made = subprocess.run(["bash", os.path.join(HERE, "make_moto_venv.sh")], stdout=subprocess.PIPE,
+                          stderr=sys.stderr, text=True)
+    cands = [made.stdout.strip() if made.returncode == 0 else "",
              os.path.join(os.environ.get("TORCH2_VENV", os.path.join(ROOT, "build", "venv-torch2")), "bin", "moto_server"),
              shutil.which("moto_server") or ""]
     return next((c for c in cands if c and os.access(c, os.X_OK)), None)

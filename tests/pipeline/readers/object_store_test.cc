@@ -54,7 +54,7 @@ class ObjectStoreTest : public ::testing::Test {
     ASSERT_TRUE(dir_->sh(cmd));
     started_ = true;
     const auto path = dir_->path("state/servers.txt");
-    for (int i = 0; i < 600 && !std::filesystem::exists(path); ++i)
+    for (int i = 0; i < 3000 && !std::filesystem::exists(path); ++i)  // a first run may make moto's venv
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::ifstream in(path);
     for (std::string line; std::getline(in, line);)
