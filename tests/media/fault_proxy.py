@@ -35,6 +35,7 @@ def s3_error(code, message):
 
 class Proxy(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
 
     def log_message(self, *args):
         pass
