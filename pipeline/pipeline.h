@@ -56,7 +56,8 @@ struct PipelineOptions {
   int64_t max_failures = 100;      ///< skip: failed samples tolerated in all (then DataError)
   size_t max_cached_bytes = size_t(1) << 30;  ///< free batch buffers kept for reuse
   /// Where readers open sample files (shared by all worker threads, so its open() must be
-  /// thread-safe; see media/file_system.h); null: the real file system.
+  /// thread-safe; see media/file_system.h); null: default_file_system()
+  /// (media/remote_file_system.h): s3:// and http(s):// URLs remotely, other paths locally.
   std::shared_ptr<FileSystem> file_system;
   /// The CUDA device (cuda:N) of the pipeline's gpu stage, if it has one.
   int device_id = 0;

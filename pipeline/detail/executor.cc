@@ -1,6 +1,7 @@
 #include "pipeline/detail/executor.h"
 
 #include "media/cuda/allocator.h"
+#include "media/remote_file_system.h"
 #include "pipeline/detail/core.h"
 #include "pipeline/detail/device_stage.h"
 
@@ -65,7 +66,7 @@ uint64_t fingerprint_of(const ExecutorCore& c) {
 ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts, const OpRegistry& registry)
     : graph(Graph::build(spec, registry)),
       options(opts),
-      file_system(opts.file_system ? opts.file_system : posix_file_system()),
+      file_system(opts.file_system ? opts.file_system : default_file_system()),  // URLs too
       threads(resolve_threads(opts.num_threads)),
       budget(threads),
       arena(threads, 0),

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "media/file_system.h"
+#include "media/remote_file_system.h"
 #include "pipeline/readers/shard_sample.h"
 
 namespace hdl {
@@ -272,8 +273,11 @@ Result<ShardIndex> load_or_build_index(FileSystem& fs, const std::string& shard_
   const RandomAccessFile& shard = **opened;
   const bool read_cache = options.policy == IndexCachePolicy::kReadWrite ||
                           options.policy == IndexCachePolicy::kReadOnly;
-  const bool write_cache = options.policy == IndexCachePolicy::kReadWrite ||
-                           options.policy == IndexCachePolicy::kRebuild;
+  // A sidecar cannot be written next to a URL: one published there is read, else the index is
+  // built in memory.
+  const bool write_cache = (options.policy == IndexCachePolicy::kReadWrite ||
+                            options.policy == IndexCachePolicy::kRebuild) &&
+                           !(options.index_path.empty() && is_remote_url(shard_path));
   if (read_cache) {
     auto idx = fs.open(index_path);
     if (idx.is_ok()) {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "media/remote_file_system.h"
+
 namespace hdl {
 namespace {
 
@@ -135,6 +137,7 @@ class ArchiveMemberStream : public MemberStream {
 }  // namespace
 
 ShardCompression shard_compression(std::string_view name) {
+  if (is_remote_url(name)) name = name.substr(0, name.find_first_of("?#"));  // a URL's query is not its name
   for (std::string_view s : {".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar.zst"})
     if (ends_with_ci(name, s)) return ShardCompression::kCompressed;
   return ShardCompression::kNone;

@@ -34,7 +34,7 @@ enum class ShardCompression {
 };
 
 /// By the name: kCompressed for .tar.gz, .tgz, .tar.bz2, .tar.xz, .tar.zst (any case), else
-/// kNone. A compressed stream under a plain name is refused by the parser with a message
+/// kNone; a URL's query string and fragment are not part of its name. A compressed stream under a plain name is refused by the parser with a message
 /// saying so.
 ShardCompression shard_compression(std::string_view shard_name);
 

@@ -28,6 +28,7 @@
 
 #include "pipeline/errors.h"
 #include "media/file_system.h"
+#include "media/remote_file_system.h"
 #include "pipeline/operator.h"
 #include "pipeline/readers/reader_args.h"
 #include "pipeline/readers/shard_index.h"
@@ -116,7 +117,7 @@ class WebDatasetReader final : public SourceOperator {
       if (shard_compression(s) != ShardCompression::kNone)
         throw ConfigError("argument \"urls\": \"" + s + "\" is compressed: webdataset_reader reads plain .tar shards "
                           "(indexed); compressed shards can only be streamed");
-      shards_.push_back(root.empty() || s.front() == '/' ? s : root + "/" + s);
+      shards_.push_back(root.empty() || s.front() == '/' || is_remote_url(s) ? s : root + "/" + s);
     }
   }
 

@@ -17,6 +17,7 @@
 #include "media/cuda/allocator.h"
 #include "media/cuda/runtime.h"
 #include "media/cuda/stream.h"
+#include "media/remote_file_system.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/tools/bench_args.h"
 #include "pipeline/tools/bench_pipelines.h"
@@ -60,9 +61,14 @@ class InputBytes {
         if (t == std::string::npos) continue;
         auto [it, added] = shards.try_emplace(p.substr(0, t + 4), 0, 0);
         if (added) {
-          std::error_code e;
-          const auto bytes = std::filesystem::file_size(it->first, e);
-          it->second.first = e ? 0 : static_cast<int64_t>(bytes);
+          if (is_remote_url(it->first)) {  // a shard in an object store: its HEAD's size
+            auto f = default_file_system()->open(it->first);
+            it->second.first = f.is_ok() ? (*f)->size() : 0;
+          } else {
+            std::error_code e;
+            const auto bytes = std::filesystem::file_size(it->first, e);
+            it->second.first = e ? 0 : static_cast<int64_t>(bytes);
+          }
         }
         it->second.second += 1;
       }

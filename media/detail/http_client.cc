@@ -1,0 +1,321 @@
+#include "media/detail/http_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace hdl::detail {
+namespace {
+
+constexpr size_t kMaxErrorBody = 64 * 1024;
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+bool starts_with_ci(const char* s, size_t n, const char* prefix) {
+  const size_t m = std::strlen(prefix);
+  if (n < m) return false;
+  for (size_t i = 0; i < m; ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  return true;
+}
+
+std::string header_value(const char* s, size_t n, size_t name_len) {
+  std::string v(s + name_len, n - name_len);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.erase(v.begin());
+  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.pop_back();
+  return v;
+}
+
+// Retrying helps with these; the rest (bad URL, TLS verification, ...) fail at once.
+bool transient(CURLcode c) {
+  switch (c) {
+    case CURLE_COULDNT_RESOLVE_HOST: case CURLE_COULDNT_CONNECT: case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR: case CURLE_RECV_ERROR: case CURLE_GOT_NOTHING: case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR: case CURLE_HTTP2: case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+uint64_t& rng_state(uint64_t seed) {
+  thread_local uint64_t state = seed ? seed : std::random_device{}() | 1;
+  return state;
+}
+
+double uniform01(uint64_t seed) {
+  uint64_t& x = rng_state(seed);  // xorshift64*
+  x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+  return double((x * 0x2545F4914F6CDD1DULL) >> 11) / double(uint64_t(1) << 53);
+}
+
+}  // namespace
+
+// What one attempt gave: a transport error, or a response (whose body may be short).
+struct HttpClient::Attempt {
+  CURLcode code = CURLE_OK;
+  std::string curl_error;
+  HttpResponse response;
+  int64_t received = 0;  // body bytes
+  bool overflow = false;  // the server sent more than the range asked for
+  const HttpRequest* request = nullptr;
+  CURL* handle = nullptr;
+};
+
+namespace {
+
+size_t on_header(char* s, size_t size, size_t count, void* user) {
+  const size_t n = size * count;
+  auto* a = static_cast<HttpClient::Attempt*>(user);
+  HttpResponse& r = a->response;
+  if (starts_with_ci(s, n, "http/")) {  // a new response (after a redirect or a 100): start over
+    r.content_length = r.total_size = -1, r.modified_s = 0, r.etag.clear();
+  } else if (starts_with_ci(s, n, "content-length:")) {
+    r.content_length = std::atoll(header_value(s, n, 15).c_str());
+  } else if (starts_with_ci(s, n, "content-range:")) {
+    const std::string v = header_value(s, n, 14);
+    const size_t slash = v.rfind('/');
+    if (slash != std::string::npos && v.compare(slash + 1, 1, "*") != 0)
+      r.total_size = std::atoll(v.c_str() + slash + 1);
+  } else if (starts_with_ci(s, n, "last-modified:")) {
+    const time_t t = curl_getdate(header_value(s, n, 14).c_str(), nullptr);
+    r.modified_s = t > 0 ? int64_t(t) : 0;
+  } else if (starts_with_ci(s, n, "etag:")) {
+    r.etag = header_value(s, n, 5);
+  }
+  return n;
+}
+
+}  // namespace
+
+HttpClient::HttpClient(RemoteOptions options) : options_(std::move(options)) { global_init(); }
+
+HttpClient::~HttpClient() {
+  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+}
+
+void* HttpClient::take_handle() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      void* h = idle_.back();
+      idle_.pop_back();
+      return h;
+    }
+  }
+  return curl_easy_init();
+}
+
+void HttpClient::give_back(void* handle) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (static_cast<int>(idle_.size()) < options_.max_idle_connections) {
+      idle_.push_back(handle);
+      return;
+    }
+  }
+  curl_easy_cleanup(static_cast<CURL*>(handle));
+}
+
+static size_t on_body(char* s, size_t size, size_t count, void* user) {
+  const size_t n = size * count;
+  auto* a = static_cast<HttpClient::Attempt*>(user);
+  const HttpRequest& q = *a->request;
+  // The status is known once the headers are in; only a 2xx body of a range read goes to dst.
+  if (a->response.status == 0) curl_easy_getinfo(a->handle, CURLINFO_RESPONSE_CODE, &a->response.status);
+  if (q.dst && a->response.status / 100 == 2) {
+    if (a->received + int64_t(n) > q.length) {
+      a->overflow = true;
+      return 0;  // aborts the transfer: CURLE_WRITE_ERROR
+    }
+    std::memcpy(static_cast<char*>(q.dst) + a->received, s, n);
+  } else if (a->response.body.size() < (q.dst ? kMaxErrorBody : SIZE_MAX)) {
+    a->response.body.append(s, n);
+  }
+  a->received += int64_t(n);
+  return n;
+}
+
+HttpClient::Attempt HttpClient::attempt_once(void* handle, const HttpRequest& q, int64_t timeout_ms) {
+  CURL* h = static_cast<CURL*>(handle);
+  Attempt a;
+  a.request = &q;
+  a.handle = h;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_easy_reset(h);  // keeps the connection, the DNS cache and the TLS session
+  curl_easy_setopt(h, CURLOPT_URL, q.url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!options_.ca_bundle.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, options_.ca_bundle.c_str());
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, long(std::min(options_.connect_timeout_ms, timeout_ms)));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, long(std::max<int64_t>(1, timeout_ms)));
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, long(options_.low_speed_bytes_per_s));
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, long(options_.low_speed_time_s));
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+  if (q.head) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  std::string range;
+  if (q.begin >= 0) {
+    range = std::to_string(q.begin) + "-" + std::to_string(q.begin + q.length - 1);
+    curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
+  }
+  curl_slist* headers = nullptr;
+  for (const std::string& s : q.headers) headers = curl_slist_append(headers, s.c_str());
+  if (headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  if (!q.aws_sigv4.empty()) {
+    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, q.aws_sigv4.c_str());
+    curl_easy_setopt(h, CURLOPT_USERPWD, q.userpwd.c_str());
+  }
+  a.code = curl_easy_perform(h);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a.response.status);
+  curl_off_t ttfb = 0, total = 0;
+  long connects = 0;
+  curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &ttfb);
+  curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &total);
+  curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+  first_byte_ns_.fetch_add(int64_t(ttfb) * 1000, std::memory_order_relaxed);
+  transfer_ns_.fetch_add(int64_t(total) * 1000, std::memory_order_relaxed);
+  connections_.fetch_add(connects, std::memory_order_relaxed);
+  curl_slist_free_all(headers);
+  if (a.code != CURLE_OK) a.curl_error = errbuf[0] ? errbuf : curl_easy_strerror(a.code);
+  return a;
+}
+
+Result<HttpResponse> HttpClient::perform(const HttpRequest& q) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(options_.total_timeout_ms);
+  std::string last_problem;
+  HttpResponse last;
+  for (int attempt = 1;; ++attempt) {
+    const int64_t left_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    requests_.fetch_add(1, std::memory_order_relaxed);
+    if (attempt > 1) retries_.fetch_add(1, std::memory_order_relaxed);
+    void* h = take_handle();
+    if (!h) return Status::internal("curl_easy_init failed");
+    Attempt a = attempt_once(h, q, std::min(options_.request_timeout_ms, std::max<int64_t>(left_ms, 1)));
+    give_back(h);
+    a.response.attempts = attempt;
+    bool retry = false;
+    const long st = a.response.status;
+    if (a.overflow) {
+      failures_.fetch_add(1, std::memory_order_relaxed);
+      return Status::io_error(describe(q, a.response, "") + ": the server sent more than the " +
+                              std::to_string(q.length) + " bytes asked for (does it ignore Range?)");
+    } else if (a.code != CURLE_OK) {
+      last_problem = a.curl_error;
+      if (!transient(a.code)) {
+        failures_.fetch_add(1, std::memory_order_relaxed);
+        return Status::io_error(describe(q, a.response, "") + ": " + last_problem);
+      }
+      retry = true;
+    } else if (st >= 500 || st == 429) {
+      retry = true;
+      last_problem.clear();
+    } else if (st / 100 == 2 && !q.head && q.begin >= 0 && (st != 206 || a.received != q.length)) {
+      if (st != 206 && !(st == 200 && q.begin == 0 && a.received == q.length)) {
+        failures_.fetch_add(1, std::memory_order_relaxed);
+        return Status::io_error(describe(q, a.response, "") + ": the server ignored the Range header");
+      }
+      if (a.received != q.length) {
+        retry = true;  // a short body is never data
+        last_problem = "short body: " + std::to_string(a.received) + " of " + std::to_string(q.length) + " bytes";
+      }
+    }
+    if (!retry) {
+      if (st / 100 == 2) bytes_.fetch_add(a.received, std::memory_order_relaxed);
+      else failures_.fetch_add(1, std::memory_order_relaxed);
+      return std::move(a.response);
+    }
+    last = std::move(a.response);
+    // Full jitter: sleep uniform(0, min(max, initial * 2^(attempt-1))).
+    const double cap = double(std::min<int64_t>(options_.backoff_max_ms,
+                                                options_.backoff_initial_ms << std::min(attempt - 1, 20)));
+    const auto sleep = std::chrono::microseconds(int64_t(cap * 1000 * uniform01(options_.jitter_seed)));
+    if (attempt >= options_.max_attempts || Clock::now() + sleep >= deadline) break;
+    std::this_thread::sleep_for(sleep);
+  }
+  failures_.fetch_add(1, std::memory_order_relaxed);
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  std::string why = last_problem.empty() ? "" : ": " + last_problem;
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f", secs);
+  if (last_problem.empty() && last.status >= 500) return last;  // the caller formats it (S3 code)
+  return Status::io_error(describe(q, last, "") + why + " (gave up after " + std::to_string(last.attempts) +
+                          " attempts in " + took + " s)");
+}
+
+RemoteStats HttpClient::stats() const {
+  RemoteStats s;
+  s.requests = requests_.load(std::memory_order_relaxed);
+  s.retries = retries_.load(std::memory_order_relaxed);
+  s.failures = failures_.load(std::memory_order_relaxed);
+  s.bytes = bytes_.load(std::memory_order_relaxed);
+  s.first_byte_ns = first_byte_ns_.load(std::memory_order_relaxed);
+  s.transfer_ns = transfer_ns_.load(std::memory_order_relaxed);
+  s.connections = connections_.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::string HttpClient::describe(const HttpRequest& q, const HttpResponse& r, const std::string& detail) {
+  std::string out = std::string(q.head ? "HEAD " : "GET ") + (q.shown.empty() ? strip_query(q.url) : q.shown);
+  if (q.begin >= 0) out += " (bytes " + std::to_string(q.begin) + "-" + std::to_string(q.begin + q.length - 1) + ")";
+  if (r.status > 0) out += ": HTTP " + std::to_string(r.status);
+  out += detail;
+  if (r.status >= 400 && r.attempts > 1) out += " after " + std::to_string(r.attempts) + " attempts";
+  return out;
+}
+
+int64_t object_stamp(const HttpResponse& head) {
+  if (head.modified_s > 0) return head.modified_s * 1000000000;
+  if (head.etag.empty()) return 0;
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : head.etag) h = (h ^ c) * 1099511628211ULL;
+  return int64_t(h >> 1);
+}
+
+std::string strip_query(const std::string& url) { return url.substr(0, url.find_first_of("?#")); }
+
+RemoteFile::RemoteFile(std::shared_ptr<ObjectReader> reader, std::string url, int64_t size, int64_t modified_ns,
+                       int64_t small_read_block)
+    : reader_(std::move(reader)), url_(std::move(url)), size_(size), modified_ns_(modified_ns),
+      block_(small_read_block) {}
+
+Result<int64_t> RemoteFile::read(int64_t offset, int64_t n, void* dst) const {
+  if (offset < 0 || n < 0) return Status::invalid_argument("negative offset or length");
+  if (offset >= size_ || n == 0) return int64_t{0};
+  n = std::min(n, size_ - offset);
+  if (n <= 1024 && block_ > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_at_ < 0 || offset < cached_at_ || offset + n > cached_at_ + int64_t(cached_.size())) {
+      const int64_t len = std::min(block_, size_ - offset);
+      std::string block(size_t(len), '\0');
+      HDL_RETURN_IF_ERROR(reader_->read_range(url_, offset, len, block.data()));
+      cached_ = std::move(block);
+      cached_at_ = offset;
+    }
+    std::memcpy(dst, cached_.data() + (offset - cached_at_), size_t(n));
+    return n;
+  }
+  HDL_RETURN_IF_ERROR(reader_->read_range(url_, offset, n, dst));
+  return n;
+}
+
+}  // namespace hdl::detail

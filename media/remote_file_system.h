@@ -1,0 +1,141 @@
+// Remote file systems behind the FileSystem seam (media/file_system.h): datasets in object
+// stores and behind HTTP, so every path the loader takes (file lists, shard specs, hdl-bench's
+// DATA, Python) may be a URL.
+//
+//   http://host/path, https://host/path   http_file_system(): open = HEAD (size; Last-Modified,
+//                                         else a hash of the ETag, as the stamp), read = a range
+//                                         GET ("Range: bytes=a-b")
+//   s3://bucket/key                       s3_file_system(): the same over S3's REST API, signed
+//                                         with AWS Signature V4 by libcurl (CURLOPT_AWS_SIGV4)
+//   anything else                         posix_file_system()
+// url_file_system() dispatches on the scheme; the pipeline uses it when
+// PipelineOptions::file_system is null.
+//
+// Transport (media/detail/http_client.h): libcurl, which no public header includes. Connection
+// pool: a stack of curl easy handles under a mutex; a request takes one (or makes one), and
+// gives it back, its keep-alive connection open, when done; at most
+// RemoteOptions::max_idle_connections are kept. So requests in flight = threads reading (the
+// pipeline's num_threads), each on a warm connection. TLS peers are always verified
+// (RemoteOptions::ca_bundle names another CA file; there is no switch to turn verification
+// off).
+//
+// Faults: an attempt that fails with a connection error (refused, reset, nothing received), a
+// timeout (RemoteOptions::request_timeout_ms, or less than low_speed_bytes_per_s for
+// low_speed_time_s: a stall), an HTTP 5xx or 429 (S3's SlowDown is a 503), or a body shorter
+// than asked for (a short body is never returned as data) is retried after an exponential
+// backoff with full jitter, until max_attempts or total_timeout_ms. Other 4xx fail at once;
+// S3's authentication errors (InvalidAccessKeyId, SignatureDoesNotMatch, ...) say where the
+// credentials came from. Every error names the URL (never a query string's signature or a
+// secret), the HTTP status and, for S3, the error code from the XML body.
+//
+// Thread safety: everything here may be called from any number of threads; stats() are
+// relaxed atomic counters, consistent enough for reports.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "media/api.h"
+#include "media/file_system.h"
+#include "media/status.h"
+
+HDL_API_BEGIN
+namespace hdl {
+
+/// How remote reads are made. Every field has its default in the comment.
+struct RemoteOptions {
+  std::string ca_bundle;                   ///< "": the system's CA store (libcurl's default)
+  int64_t connect_timeout_ms = 10000;      ///< 10 s per connection attempt
+  int64_t request_timeout_ms = 60000;      ///< 60 s per attempt (one request, whole body)
+  int64_t total_timeout_ms = 300000;       ///< 5 min for all attempts of one read
+  int64_t low_speed_bytes_per_s = 1024;    ///< slower than this for low_speed_time_s: a stall
+  int64_t low_speed_time_s = 20;           ///< 20 s
+  int max_attempts = 10;                   ///< attempts per request, the first included
+  int64_t backoff_initial_ms = 50;         ///< first retry after up to 50 ms (full jitter)
+  int64_t backoff_max_ms = 5000;           ///< backoff ceiling: 5 s
+  int max_idle_connections = 64;           ///< idle keep-alive connections kept in the pool
+  int64_t small_read_block = 16384;        ///< reads <= 1 KiB (tar headers, labels) fetch and
+                                           ///< keep a block this large (16 KiB); 0: off
+  uint64_t jitter_seed = 0;                ///< 0: random; else a fixed seed (tests)
+
+  /// RemoteOptions from the environment: HDL_CA_BUNDLE (else CURL_CA_BUNDLE),
+  /// HDL_HTTP_TIMEOUT_MS (request), HDL_HTTP_TOTAL_TIMEOUT_MS, HDL_HTTP_MAX_ATTEMPTS; the rest
+  /// default. A value that is not a positive integer is a std::invalid_argument naming it.
+  static RemoteOptions from_environment();
+};
+
+/// Counters of one remote file system (all since it was made).
+struct RemoteStats {
+  int64_t requests = 0;          ///< attempts sent (HEAD, GET, list), retries included
+  int64_t retries = 0;           ///< attempts that were retries
+  int64_t failures = 0;          ///< requests that failed for good (after their retries)
+  int64_t bytes = 0;             ///< body bytes received and used
+  int64_t first_byte_ns = 0;     ///< sum over attempts of the time to the first byte
+  int64_t transfer_ns = 0;       ///< sum over attempts of the whole attempt's time
+  int64_t connections = 0;       ///< new connections opened (keep-alive reuses are not counted)
+};
+
+/// One object of a listing.
+struct RemoteObject {
+  std::string url;   ///< "s3://bucket/key"
+  int64_t size = 0;
+};
+
+/// A FileSystem over a network; stats() and list() beyond FileSystem.
+class RemoteFileSystem : public FileSystem {
+ public:
+  virtual RemoteStats stats() const = 0;
+  /// Every object whose URL starts with `prefix` (the S3 file system: ListObjectsV2, paginated,
+  /// in key order). Errors: as reads; kUnsupported where the protocol cannot list (HTTP).
+  virtual Result<std::vector<RemoteObject>> list(const std::string& prefix) = 0;
+};
+
+/// http:// and https:// URLs. open() of anything else: kInvalidArgument.
+std::shared_ptr<RemoteFileSystem> http_file_system(const RemoteOptions& options = RemoteOptions());
+
+/// Where S3 requests go and how they are signed. s3_config_from_environment() fills it the way
+/// the AWS CLI does.
+struct S3Config {
+  std::string region = "us-east-1";
+  /// "": AWS (virtual-hosted "https://<bucket>.s3.<region>.amazonaws.com/<key>"); else an
+  /// S3-compatible store's base URL ("http://127.0.0.1:9000"), addressed path-style
+  /// ("<endpoint>/<bucket>/<key>").
+  std::string endpoint;
+  std::string access_key_id;      ///< "": anonymous (unsigned) requests
+  std::string secret_access_key;  ///< never printed
+  std::string session_token;      ///< sent as x-amz-security-token when set; never printed
+  /// Where the credentials came from, for messages: "the environment (AWS_ACCESS_KEY_ID)",
+  /// "profile \"default\" in /home/u/.aws/credentials", "none (anonymous requests)".
+  std::string credentials_source = "none (anonymous requests)";
+};
+
+/// Credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN), else the
+/// profile AWS_PROFILE (default "default") in AWS_SHARED_CREDENTIALS_FILE (default
+/// ~/.aws/credentials), else anonymous. Region: AWS_REGION, AWS_DEFAULT_REGION, the profile's
+/// region in AWS_CONFIG_FILE (default ~/.aws/config), else us-east-1. Endpoint:
+/// AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL. Errors: kInvalidArgument for a half-set key pair
+/// or a named profile (AWS_PROFILE) that no file holds.
+Result<S3Config> s3_config_from_environment();
+
+/// s3:// URLs, signed per `config`.
+std::shared_ptr<RemoteFileSystem> s3_file_system(const S3Config& config,
+                                                 const RemoteOptions& options = RemoteOptions());
+
+/// True for "http://", "https://" and "s3://" paths (case-insensitive scheme).
+bool is_remote_url(std::string_view path);
+
+/// Dispatches on the scheme: s3:// to an S3 file system made on first use from
+/// s3_config_from_environment() (its error is then open()'s), http(s):// to an HTTP one, the
+/// rest to `local`. stats() and list() are the remote ones' (summed).
+std::shared_ptr<RemoteFileSystem> url_file_system(const RemoteOptions& options = RemoteOptions::from_environment(),
+                                                  std::shared_ptr<FileSystem> local = posix_file_system());
+
+/// The one process-wide url_file_system() (options from the environment when first called):
+/// what the pipeline reads through when PipelineOptions::file_system is null.
+std::shared_ptr<RemoteFileSystem> default_file_system();
+
+}  // namespace hdl
+HDL_API_END

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""A fault-injecting HTTP/1.1 proxy for the object-store tests (stdlib only, loopback only).
+
+    fault_proxy.py --upstream 127.0.0.1:PORT --port PORT [--fail-rate 0.2] [--seed 7]
+                   [--stall-s 3] [--log FILE]
+
+Forwards every request (method, path, headers, body) to the upstream server over keep-alive
+connections and returns its answer, except that a request fails, with probability fail-rate
+drawn from random.Random(seed) in arrival order, in one of five ways:
+  drop   the connection is closed with no answer
+  500    "500 Internal Server Error"
+  503    S3's "503 SlowDown" with its XML error body
+  stall  nothing is sent for stall-s seconds, then the connection is closed
+  cut    the upstream's status and headers (its full Content-Length), half the body, close
+A path containing "__auth__" always gets S3's "403 InvalidAccessKeyId". Each fault is logged
+(one line: the fault, the method and the path) to --log, for the tests to count.
+"""
+import argparse
+import http.client
+import http.server
+import random
+import socketserver
+import sys
+import threading
+import time
+
+FAULTS = ["drop", "500", "503", "stall", "cut"]
+HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "upgrade"}
+
+
+def s3_error(code, message):
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+            f"<Message>{message}</Message><RequestId>fault-proxy</RequestId></Error>").encode()
+
+
+class Proxy(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
+
+    def log_message(self, *args):
+        pass
+
+    def upstream(self):
+        conn = getattr(self, "_upstream", None)
+        if conn is None:
+            host, port = self.server.upstream.rsplit(":", 1)
+            conn = self._upstream = http.client.HTTPConnection(host, int(port), timeout=60)
+        return conn
+
+    def fault(self):
+        with self.server.lock:
+            r = self.server.rng.random()
+            kind = self.server.rng.choice(FAULTS) if r < self.server.fail_rate else None
+        if kind and self.server.log:
+            with self.server.lock, open(self.server.log, "a") as f:
+                f.write(f"{kind} {self.command} {self.path}\n")
+        return kind
+
+    def answer(self, status, body, content_type="application/xml"):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def handle_any(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        if "__auth__" in self.path:
+            return self.answer(403, s3_error("InvalidAccessKeyId",
+                                             "The AWS Access Key Id you provided does not exist in our records."))
+        kind = self.fault()
+        if kind == "drop":
+            self.close_connection = True
+            return
+        if kind == "stall":
+            time.sleep(self.server.stall_s)
+            self.close_connection = True
+            return
+        if kind == "500":
+            return self.answer(500, b"injected fault", "text/plain")
+        if kind == "503":
+            return self.answer(503, s3_error("SlowDown", "Please reduce your request rate."))
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
+        for attempt in range(2):  # the upstream may have closed an idle connection
+            try:
+                conn = self.upstream()
+                conn.request(self.command, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                break
+            except (ConnectionError, http.client.HTTPException, OSError):
+                self._upstream = None
+                if attempt:
+                    raise
+        self.send_response(resp.status, resp.reason)
+        for k, v in resp.getheaders():
+            if k.lower() not in HOP and k.lower() != "content-length":
+                self.send_header(k, v)
+        full = int(resp.getheader("Content-Length") or len(data))
+        self.send_header("Content-Length", str(full))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        if kind == "cut" and len(data) > 1:
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(data)
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = handle_any
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--upstream", required=True)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--fail-rate", type=float, default=0.2)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--stall-s", type=float, default=3.0)
+    p.add_argument("--log", default="")
+    a = p.parse_args()
+    srv = Server(("127.0.0.1", a.port), Proxy)
+    srv.upstream, srv.fail_rate, srv.stall_s, srv.log = a.upstream, a.fail_rate, a.stall_s, a.log
+    srv.rng, srv.lock = random.Random(a.seed), threading.Lock()
+    print(f"fault_proxy: 127.0.0.1:{a.port} -> {a.upstream}, fail rate {a.fail_rate}, seed {a.seed}",
+          file=sys.stderr, flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
