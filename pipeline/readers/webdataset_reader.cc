@@ -9,7 +9,7 @@
 // them, so the global shuffle per (seed, epoch), the sample-level split across ranks
 // (shard_id / num_shards, pad_shards), the last-batch policy and exact resume are the same as
 // for every other reader, for any thread count. run() reads a field with one pread through
-// the pipeline's FileSystem (each worker thread keeps a few shards open).
+// the pipeline's FileSystem (the last 256 shards used stay open, shared by the threads).
 //
 // A shard whose index cannot be built (not a tar, truncated, a bad header, duplicate keys) or
 // that cannot be opened becomes one sample that fails with that error when it runs, under the
@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,23 +54,35 @@ struct ShardSample {
   FieldRef label;  // the label field (size -1 when absent or not asked for)
 };
 
-// A worker thread's open shards: the few it read last (samples of a shuffled epoch come from
-// every shard, so more would only hold descriptors).
-struct OpenShards final : OpState {
-  static constexpr size_t kKeep = 8;
-  std::list<std::pair<int32_t, std::unique_ptr<RandomAccessFile>>> files;  // most recent first
+// The shards open now, shared by the worker threads (a RandomAccessFile's read() is a pread,
+// safe to call concurrently): the kKeep used last, so that a shuffled epoch, whose samples come
+// from every shard, opens a shard again only when more than kKeep are in use (an open is a
+// system call locally, a HEAD request for an object store). A shard evicted while a thread
+// still reads it stays open until that read is done (shared_ptr).
+class OpenShards {
+ public:
+  static constexpr size_t kKeep = 256;
 
-  Result<const RandomAccessFile*> get(FileSystem& fs, int32_t shard, const std::string& path) {
-    for (auto it = files.begin(); it != files.end(); ++it)
-      if (it->first == shard) {
-        files.splice(files.begin(), files, it);
-        return files.front().second.get();
-      }
-    HDL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, fs.open(path));
-    files.emplace_front(shard, std::move(f));
-    if (files.size() > kKeep) files.pop_back();
-    return files.front().second.get();
+  Result<std::shared_ptr<const RandomAccessFile>> get(FileSystem& fs, int32_t shard, const std::string& path) {
+    {
+      std::lock_guard lock(mu_);
+      for (auto it = files_.begin(); it != files_.end(); ++it)
+        if (it->first == shard) {
+          files_.splice(files_.begin(), files_, it);
+          return files_.front().second;
+        }
+    }
+    HDL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> opened, fs.open(path));  // outside the lock
+    std::shared_ptr<const RandomAccessFile> file(std::move(opened));
+    std::lock_guard lock(mu_);
+    files_.emplace_front(shard, file);
+    if (files_.size() > kKeep) files_.pop_back();
+    return file;
   }
+
+ private:
+  std::mutex mu_;
+  std::list<std::pair<int32_t, std::shared_ptr<const RandomAccessFile>>> files_;  // most recent first
 };
 
 std::vector<std::string> split_alternatives(const std::string& s) {
@@ -189,9 +202,8 @@ class WebDatasetReader final : public SourceOperator {
     if (s.data.size < 0)
       return Status::invalid_data("no field " + join(fields_, " or ") + " in this sample (missing_field \"skip\" "
                                   "leaves such samples out)");
-    auto& open = *static_cast<OpenShards*>(io.state());
-    HDL_ASSIGN_OR_RETURN(const RandomAccessFile* file,
-                         open.get(io.file_system(), s.shard, shards_[static_cast<size_t>(s.shard)]));
+    HDL_ASSIGN_OR_RETURN(const std::shared_ptr<const RandomAccessFile> file,
+                         open_.get(io.file_system(), s.shard, shards_[static_cast<size_t>(s.shard)]));
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{s.data.size}, DType::kU8, Layout::kNone));
     if (Status st = read_exactly(*file, s.data.offset, s.data.size, out.data); !st.is_ok())
       return Status(st.code(), "byte " + std::to_string(s.data.offset) + ": " + st.message());
@@ -202,7 +214,6 @@ class WebDatasetReader final : public SourceOperator {
     return Status::ok();
   }
 
-  std::unique_ptr<OpState> make_state() const override { return std::make_unique<OpenShards>(); }
   std::vector<std::pair<std::string, int64_t>> counters() const override {
     return {{"webdataset_shards", static_cast<int64_t>(shards_.size())},
             {"webdataset_failed_shards", static_cast<int64_t>(failed_shards_.size())},
@@ -256,6 +267,7 @@ class WebDatasetReader final : public SourceOperator {
   std::vector<ShardSample> samples_;
   std::vector<std::pair<int64_t, Status>> failed_shards_;  // (its sample, why)
   int64_t missing_skipped_ = 0;
+  mutable OpenShards open_;
   std::shared_ptr<const Dataset> dataset_;
   Dataset empty_ = Dataset::from_samples({}, {});
 };
