@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "media/api.h"
 #include "media/status.h"
@@ -52,6 +54,10 @@ class FileSystem {
   /// Opens `path` (a regular file) for reading. Errors: kNotFound when it does not exist,
   /// kIoError for anything else (permission, not a regular file, ...).
   virtual Result<std::unique_ptr<RandomAccessFile>> open(const std::string& path) = 0;
+  /// What the file system has counted so far, as (name, value) pairs for the pipeline's stats
+  /// (the readers add them to theirs): requests and retries of a remote one; none for a local
+  /// one (the default). Thread-safe.
+  virtual std::vector<std::pair<std::string, int64_t>> counters() const { return {}; }
 };
 
 /// The real file system: open(2) with O_CLOEXEC, fstat for the size, pread(2) (EINTR retried).

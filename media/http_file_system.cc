@@ -129,6 +129,14 @@ RemoteOptions RemoteOptions::from_environment() {
   return o;
 }
 
+std::vector<std::pair<std::string, int64_t>> RemoteFileSystem::counters() const {
+  const RemoteStats s = stats();
+  return {{"remote_requests", s.requests},     {"remote_retries", s.retries},
+          {"remote_failures", s.failures},     {"remote_bytes", s.bytes},
+          {"remote_connections", s.connections},
+          {"remote_first_byte_us", s.requests > 0 ? s.first_byte_ns / 1000 / s.requests : 0}};
+}
+
 std::shared_ptr<RemoteFileSystem> http_file_system(const RemoteOptions& options) {
   return std::make_shared<HttpFileSystem>(options);
 }

@@ -140,6 +140,7 @@ class WebDatasetReader final : public SourceOperator {
   }
 
   void prepare(FileSystem& fs) override {
+    file_system_ = &fs;
     const size_t n = shards_.size();
     std::vector<Result<ShardIndex>> indexes(n, Status::internal("not indexed"));
     std::vector<std::string> warnings(n);
@@ -215,9 +216,13 @@ class WebDatasetReader final : public SourceOperator {
   }
 
   std::vector<std::pair<std::string, int64_t>> counters() const override {
-    return {{"webdataset_shards", static_cast<int64_t>(shards_.size())},
-            {"webdataset_failed_shards", static_cast<int64_t>(failed_shards_.size())},
-            {"webdataset_missing_field_skipped", missing_skipped_}};
+    std::vector<std::pair<std::string, int64_t>> c = {
+        {"webdataset_shards", static_cast<int64_t>(shards_.size())},
+        {"webdataset_failed_shards", static_cast<int64_t>(failed_shards_.size())},
+        {"webdataset_missing_field_skipped", missing_skipped_}};
+    if (file_system_)  // a remote store's requests, retries, bytes and time to first byte
+      for (auto& kv : file_system_->counters()) c.push_back(std::move(kv));
+    return c;
   }
   const Dataset& dataset() const override { return dataset_ ? *dataset_ : empty_; }
   const Sharding& sharding() const override { return sharding_; }
@@ -268,6 +273,7 @@ class WebDatasetReader final : public SourceOperator {
   std::vector<std::pair<int64_t, Status>> failed_shards_;  // (its sample, why)
   int64_t missing_skipped_ = 0;
   mutable OpenShards open_;
+  const FileSystem* file_system_ = nullptr;  // the pipeline's, from prepare(); read by counters() only
   std::shared_ptr<const Dataset> dataset_;
   Dataset empty_ = Dataset::from_samples({}, {});
 };

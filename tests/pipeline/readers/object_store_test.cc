@@ -88,8 +88,10 @@ PipelineSpec reader_spec(const std::string& urls) {
   return spec;
 }
 
-// Every (label, bytes) an epoch delivers, in delivery order.
-std::vector<std::pair<int64_t, std::string>> read_all(const std::string& urls, std::shared_ptr<FileSystem> fs) {
+// Every (label, bytes) an epoch delivers, in delivery order; the reader's counters in pipe.stats()
+// into *counters when given.
+std::vector<std::pair<int64_t, std::string>> read_all(const std::string& urls, std::shared_ptr<FileSystem> fs,
+                                                      std::map<std::string, int64_t>* counters = nullptr) {
   PipelineOptions o;
   o.batch_size = 5, o.num_threads = 2, o.file_system = std::move(fs);
   Pipeline pipe(reader_spec(urls), o);
@@ -100,6 +102,10 @@ std::vector<std::pair<int64_t, std::string>> read_all(const std::string& urls, s
       out.emplace_back(*b.outputs[1].sample(i).typed<int64_t>(),
                        std::string(static_cast<const char*>(t.data()), size_t(t.num_elements())));
     }
+  if (counters) {
+    const PipelineStats stats = pipe.stats();
+    for (const auto& [name, value] : stats.operators[0].counters) (*counters)[name] = value;
+  }
   return out;
 }
 
@@ -199,9 +205,16 @@ TEST_F(ObjectStoreTest, UnderFaultsEverySampleComesOnceAndRetriesAreCounted) {
   const auto local = read_all(root() + "/" + kSpec, nullptr);
   if (no_nginx.empty()) {
     auto fs = http_file_system(fast_retries());
-    expect_each_once(read_all(url("proxy_nginx") + kSpec, fs), local);
+    std::map<std::string, int64_t> counters;
+    expect_each_once(read_all(url("proxy_nginx") + kSpec, fs, &counters), local);
     const RemoteStats s = fs->stats();
     EXPECT_GT(s.retries, 0) << s.requests << " requests";
+    // pipe.stats() shows the file system's counts (taken at the epoch's end: the pipeline went
+    // on prefetching the next epoch, so the file system has counted a few more since).
+    EXPECT_GT(counters["remote_retries"], 0) << "pipe.stats() shows no retries";
+    EXPECT_LE(counters["remote_retries"], s.retries);
+    EXPECT_GT(counters["remote_requests"], 0);
+    EXPECT_LE(counters["remote_requests"], s.requests);
     EXPECT_EQ(s.failures, 0);
     std::printf("nginx behind the fault proxy: %lld requests, %lld retries\n", (long long)s.requests, (long long)s.retries);
   } else {
