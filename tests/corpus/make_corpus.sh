@@ -43,8 +43,8 @@ mkdir -p "$1"
 OUT=$(cd "$1" && pwd)
 DM_NAME=make_corpus
 DM_CACHE=${CACHE:-$OUT/.cache}
-# shellcheck source=../../samples/debian_media.sh
-. "$HERE/../../samples/debian_media.sh"
+# shellcheck source=../../pipeline/tools/debian_media.sh
+. "$HERE/../../pipeline/tools/debian_media.sh"
 N_IMAGES=${N_IMAGES:-3000}
 VAL_FRACTION=${VAL_FRACTION:-0.1}
 SEED=${SEED:-20240601}

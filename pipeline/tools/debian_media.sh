@@ -1,6 +1,6 @@
 # debian_media.sh -- shell helpers, sourced (not run), shared by the two scripts that make data
 # from real media shipped in Debian 12 (bookworm) packages:
-#   samples/prepare_sample_data.sh   the sample ImageFolder of the README's main job
+#   pipeline/tools/prepare_sample_data.sh   the sample ImageFolder of the README's main job
 #   tests/corpus/make_corpus.sh      the test corpus (edge-case files, ImageNet-like set, video)
 # Packages are only downloaded (apt-get download) and unpacked (dpkg-deb), never installed.
 #
