@@ -738,10 +738,13 @@ class _NativeIter:
         return self
 
     def __len__(self) -> int:
-        if self.loader._data.iterable is not None:  # this rank's batches (the order is cheap to draw)
-            if self.order is None:
-                self._draw_order()
-            return self.num_batches
+        loader = self.loader
+        if loader._data.iterable is not None:  # this rank's batches, from its order (cheap to draw)
+            if self.order is not None:
+                return self.num_batches
+            n = loader._data.iterable.order(loader._num_samples, self.seed, self.epoch, self.consumed_before).size
+            bs = loader._batch_size
+            return n // bs if loader._last_batch == "drop" else (n + bs - 1) // bs
         return len(self.loader.batch_sampler)
 
     def __next__(self):

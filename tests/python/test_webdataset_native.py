@@ -40,7 +40,9 @@ def test_native_batches_equal_torch_dataloaders(shards):
     loader = HabanaDataLoader(dataset(spec), batch_size=16, num_threads=2, strict=True)
     assert loader.native
     assert any("RGB" in note for note in loader.native_notes)
-    ours = [(x, y) for x, y in loader]
+    it = iter(loader)
+    assert len(it) == (n + 15) // 16  # this rank's batches, known before the first
+    ours = [(x, y) for x, y in it]
     theirs = [(x, y) for x, y in DataLoader(dataset(spec), batch_size=16)]
     assert len(ours) == len(theirs) == (n + 15) // 16
     for (xa, ya), (xb, yb) in zip(ours, theirs):
