@@ -159,16 +159,22 @@ def image_dataset(kind: str, source: ImageSource, reasons: List[str], opts: Opti
     transform's graph (or every reason there is none, the transform's included)."""
     data = NativeDataset(kind, source.dataset, list(reasons), samples=lambda: _sample_list(source), read=_read_files,
                          source=source)
-    blocked = opts.blocked or bool(reasons)
+    map_transform(data, source.transform, opts)
+    return data
+
+
+def map_transform(data: NativeDataset, transform: Any, opts: Options) -> None:
+    """Maps an image dataset's `transform` onto data.wire (the graph after the reader's encoded
+    bytes) and data.multi_view, or adds every reason it cannot to data.reasons (with the hint of
+    what a Python tail would take when the transform is the only blocker)."""
+    blocked = opts.blocked or bool(data.reasons)
     try:
         # A Python tail for what cannot be mapped, unless the loader falls back anyway (then
         # every blocker of the transform is listed too).
-        data.wire = image_graph(source.transform, jpeg_index_mb=opts.jpeg_index_mb,
-                                python_tail=opts.python_tail and not blocked)
-        data.multi_view = views_of(source.transform) is not None
+        data.wire = image_graph(transform, jpeg_index_mb=opts.jpeg_index_mb, python_tail=opts.python_tail and not blocked)
+        data.multi_view = views_of(transform) is not None
     except Unsupported as e:
         if not opts.python_tail and not blocked:  # the transform is the only blocker so far
-            data.tail_hint = _python_tail_would_take(source.transform, opts.jpeg_index_mb)
+            data.tail_hint = _python_tail_would_take(transform, opts.jpeg_index_mb)
             data.tail_blockers = len(e.reasons)
         data.reasons += e.reasons
-    return data

@@ -24,10 +24,8 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from . import fn
-from ._mapping import image_graph
+from ._image_datasets import map_transform
 from ._native_dataset import NativeDataset, Options
-from ._support import Unsupported
-from ._views import views_of
 from .wds import WebDataset, reraise_exception
 
 
@@ -147,12 +145,7 @@ def read(ds: WebDataset, indices: Optional[List[int]], opts: Options) -> NativeD
     if shuffle:
         data.notes.append("a WebDataset's shuffle is an exact shuffle of every sample per (seed, epoch), in place of "
                           "webdataset's shard and sample buffers")
-    blocked = opts.blocked or bool(reasons)
-    try:
-        data.wire = image_graph(transform, jpeg_index_mb=opts.jpeg_index_mb, python_tail=opts.python_tail and not blocked)
-        data.multi_view = views_of(transform) is not None
-    except Unsupported as e:
-        data.reasons += e.reasons
+    map_transform(data, transform, opts)
     return data
 
 
