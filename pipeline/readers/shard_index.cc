@@ -215,9 +215,7 @@ Result<ShardIndex> parse_shard_index(std::string_view bytes, std::string_view sh
       if (!step.is_ok()) return bad("", step.status().message());
       if (*step == SampleGrouper::Step::kSkip) continue;  // DALI's tool lists "__meta__" members
       std::string token_ext = unescape(tok[t]);
-      std::string lower_token;
-      for (char c : token_ext) lower_token.push_back(c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c);
-      if (lower_token != ext && !(tok[t] == "%" && ext.empty()))
+      if (field_name(token_ext) != ext && !(tok[t] == "%" && ext.empty()))
         return bad(key, "ext \"" + token_ext + "\" does not match member \"" + name + "\"");
       if (*step == SampleGrouper::Step::kNewSample) {
         if (started) return bad(key, "one line holds two samples");

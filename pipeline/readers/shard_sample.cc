@@ -29,10 +29,15 @@ bool split_member_name(std::string_view name, std::string* key, std::string* ext
   size_t dot = name.find('.', base);
   if (dot == std::string_view::npos || dot == base) return false;  // `[^.]+` needs one char
   key->assign(name.substr(0, dot));
-  ext->assign(name.substr(dot + 1));
-  std::transform(ext->begin(), ext->end(), ext->begin(),
-                 [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; });
+  *ext = field_name(name.substr(dot + 1));
   return true;
+}
+
+std::string field_name(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
 }
 
 Result<SampleGrouper::Step> SampleGrouper::add(std::string_view name, int64_t offset,

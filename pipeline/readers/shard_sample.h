@@ -30,6 +30,10 @@ namespace hdl {
 /// the member belongs to no sample (see the file comment); *key and *ext are then unspecified.
 bool split_member_name(std::string_view name, std::string* key, std::string* ext);
 
+/// A field name as samples are keyed by it: `s` with ASCII letters lower-cased (webdataset's
+/// lcase; other bytes as they are). For names a user gives (e.g. "JPG;PNG").
+std::string field_name(std::string_view s);
+
 /// Follows the members of one shard, in order, and says where each one goes.
 class SampleGrouper {
  public:

@@ -33,6 +33,7 @@
 #include "pipeline/operator.h"
 #include "pipeline/readers/reader_args.h"
 #include "pipeline/readers/shard_index.h"
+#include "pipeline/readers/shard_sample.h"
 #include "pipeline/readers/shard_spec.h"
 #include "pipeline/readers/tar_stream.h"
 #include "pipeline/registry.h"
@@ -90,10 +91,7 @@ std::vector<std::string> split_alternatives(const std::string& s) {
   size_t start = 0;
   while (start <= s.size()) {
     const size_t end = std::min(s.find(';', start), s.size());
-    std::string ext = s.substr(start, end - start);
-    for (char& c : ext)
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (!ext.empty()) out.push_back(std::move(ext));
+    if (end > start) out.push_back(field_name(std::string_view(s).substr(start, end - start)));
     start = end + 1;
   }
   return out;
@@ -116,10 +114,8 @@ class WebDatasetReader final : public SourceOperator {
  public:
   explicit WebDatasetReader(const NodeSpec& n)
       : sharding_(ops::parse_sharding(n)), fields_(split_alternatives(n.get_string("field"))),
-        label_field_(n.get_string("label_field")), describe_(n.describe()) {
+        label_field_(field_name(n.get_string("label_field"))), describe_(n.describe()) {
     if (fields_.empty()) throw ConfigError("argument \"field\" names no field (e.g. \"jpg;jpeg;png\")");
-    for (char& c : label_field_)
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     skip_missing_ = n.get_string("missing_field") == "skip";
     index_options_.policy = parse_index_policy(n.get_string("index"));
     const std::string root = n.get_string("file_root");
