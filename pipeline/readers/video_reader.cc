@@ -139,7 +139,12 @@ std::vector<std::pair<std::string, int64_t>> VideoReader::counters() const {
 
 Status VideoReader::run(SampleIO& io) const {
   HDL_ASSIGN_OR_RETURN(const Clip clip, pick(io));
-  HDL_RETURN_IF_ERROR(output_.run(io, *static_cast<VideoState*>(io.state()), *clip.file, *clip.info, clip.frames, 0, counters_));
+  auto& st = *static_cast<VideoState*>(io.state());
+  // The thread's decoder keeps this video open: its next clip of it, if it lies ahead (the
+  // next clip of an ordered eval, a contiguous or uniform sampler), goes on decoding instead
+  // of starting again from the keyframe.
+  st.decoder.hold_session(clip.info);
+  HDL_RETURN_IF_ERROR(output_.run(io, st, *clip.file, *clip.info, clip.frames, 0, counters_));
   return write_clip_outputs(io, clip);
 }
 
