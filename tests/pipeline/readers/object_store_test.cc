@@ -293,5 +293,41 @@ TEST_F(ObjectStoreTest, EpochsThroughTheCacheSendNoRangeGetsOnceCached) {
   EXPECT_EQ(c["cache_bytes_written"], 0);
 }
 
+// file_reader over URLs (whole files) through the cache: the files' bytes, and the cache's
+// counters in pipe.stats(): misses and downloads the first time, hits only the second.
+TEST_F(ObjectStoreTest, FileReaderThroughTheCacheCountsHitsAndMisses) {
+  start("nginx", 0.0);
+  if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
+  std::vector<std::string> urls;
+  for (int k = 0; k < kShards; ++k) urls.push_back(url("nginx", "shard-00" + std::to_string(k) + ".tar"));
+  PipelineOptions o;
+  o.batch_size = kShards, o.num_threads = 2;
+  o.cache.dir = dir_->path("cache").string();
+  for (int run = 0; run < 2; ++run) {
+    PipelineSpec spec;
+    auto r = spec.add("file_reader", {}, {{"shuffle", false}}, {}, "files");
+    spec.set_outputs({r[0], r[1]});
+    spec.nodes()[0].samples = std::make_shared<const Dataset>(Dataset::from_samples(urls, {0, 1, 2}));
+    Pipeline pipe(spec, o);
+    auto b = pipe.next();
+    ASSERT_TRUE(b.has_value());
+    for (int k = 0; k < kShards; ++k) {
+      const Tensor t = b->outputs[0].sample(k);
+      EXPECT_TRUE(std::string(static_cast<const char*>(t.data()), size_t(t.num_elements())) ==
+                  dir_->read("root/shard-00" + std::to_string(k) + ".tar")) << k;
+    }
+    std::map<std::string, int64_t> c;
+    const PipelineStats stats = pipe.stats();
+    for (const auto& [name, value] : stats.operators[0].counters) c[name] = value;
+    // (The pipeline prefetches the next epoch, whose opens count too.)
+    if (run == 0) EXPECT_GE(c["cache_misses"], kShards);
+    if (run == 1) EXPECT_EQ(c["cache_misses"], 0);
+    if (run == 1) EXPECT_GE(c["cache_hits"], kShards);
+    EXPECT_EQ(c["cache_bytes_written"], run == 0 ? int64_t(dir_->read("root/shard-000.tar").size() +
+                                                            dir_->read("root/shard-001.tar").size() +
+                                                            dir_->read("root/shard-002.tar").size()) : 0);
+  }
+}
+
 }  // namespace
 }  // namespace hdl
