@@ -32,6 +32,12 @@
 //   each removed only if an exclusive non-blocking lock on it succeeds, so an entry being read
 //   is never deleted; ".part" files of a crashed process (unlocked) are removed the same way.
 //   Only files whose names have the entry pattern are ever counted or removed.
+// - what a cache has used since it was made (the entries this job and its other ranks have
+//   opened or written: mtime since then) it never evicts, except another version of the object
+//   being downloaded: an epoch over a data set larger than the cache then keeps what fits and
+//   streams the rest, where plain LRU would evict every shard before its next use (a cyclic
+//   scan, LRU's worst case) and download the data set into the cache again every epoch. LRU
+//   order applies to the entries of earlier jobs, which make room for this one's.
 //
 // Counters (counters(), in pipe.stats() through the reader's): the inner file system's, then
 // cache_hits and cache_misses (opens of remote objects), cache_bytes_read (served from

@@ -64,6 +64,8 @@ CacheDir::CacheDir(std::string dir, int64_t limit_bytes, bool fsync)
   if (ec) throw std::invalid_argument("cache_dir \"" + dir_ + "\": cannot create it: " + ec.message());
   dir_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd_ < 0) throw std::invalid_argument("cache_dir \"" + dir_ + "\": cannot open it: " + std::strerror(errno));
+  // File times come from the kernel's coarse clock: compare them with the same clock.
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &created_);
   if (::faccessat(dir_fd_, ".", W_OK, 0) != 0) {
     const int err = errno;
     ::close(dir_fd_);
@@ -124,6 +126,7 @@ bool CacheDir::make_room(int64_t bytes, const std::string& name) {
     struct timespec mtime;
     ino_t ino;
     bool stale;  // another stamp of the object being downloaded: evicted first
+    bool ours;   // used since this cache was made: this job's working set, kept
   };
   std::vector<Item> items;
   int64_t used = 0;
@@ -141,7 +144,9 @@ bool CacheDir::make_room(int64_t bytes, const std::string& name) {
       continue;
     used += st.st_size;
     const bool stale = n.compare(0, kHash, name, 0, kHash) == 0 && n.compare(0, name.size(), name) != 0;
-    items.push_back({n, int64_t(st.st_size), st.st_mtim, st.st_ino, stale});
+    const bool ours = st.st_mtim.tv_sec > created_.tv_sec ||
+                      (st.st_mtim.tv_sec == created_.tv_sec && st.st_mtim.tv_nsec >= created_.tv_nsec);
+    items.push_back({n, int64_t(st.st_size), st.st_mtim, st.st_ino, stale, ours && !stale});
   }
   ::closedir(d);
   if (used + bytes <= limit_) return true;
@@ -152,6 +157,7 @@ bool CacheDir::make_room(int64_t bytes, const std::string& name) {
   });
   for (const Item& it : items) {
     if (used + bytes <= limit_) break;
+    if (it.ours) continue;
     FdCloser fd{::openat(dir_fd_, it.name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
     if (fd.fd < 0) continue;
     // In use (a reader's shared lock, a download's exclusive one): kept.

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include <time.h>
+
 #include "media/file_system.h"
 #include "media/status.h"
 
@@ -60,6 +62,7 @@ class CacheDir {
   int64_t limit_;
   bool fsync_;
   int dir_fd_ = -1;
+  struct timespec created_ {};  // entries used since (mtime >= created_) are never evicted by this cache
   CacheCounters counters_;
 };
 

@@ -203,40 +203,59 @@ TEST_F(CacheTest, SmallReadsDoNotDownload) {
   EXPECT_EQ(counter(*c, "cache_bytes_written"), 100000);
 }
 
-TEST_F(CacheTest, EvictsTheLeastRecentlyUsedWithinTheLimit) {
+// Jobs one after another (a cache object each): a later job evicts the entries of earlier
+// ones, least recently used first.
+TEST_F(CacheTest, EvictsTheLeastRecentlyUsedOfEarlierJobsWithinTheLimit) {
   for (int i = 0; i < 4; ++i) remote_->put("http://h/" + std::to_string(i), object_bytes(100000, i), 1);
-  auto c = cache(250000);  // room for two
-  read_url(*c, "http://h/0");
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  read_url(*c, "http://h/1");
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_TRUE(Same(read_url(*c, "http://h/0"), object_bytes(100000, 0)));  // a hit: 0 is now the most recent
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); };  // > the file clock's tick
+  read_url(*cache(250000), "http://h/0");  // room for two
+  pause();
+  read_url(*cache(250000), "http://h/1");
+  pause();
+  EXPECT_TRUE(Same(read_url(*cache(250000), "http://h/0"), object_bytes(100000, 0)));  // a hit: 0 is the most recent
+  pause();
+  auto c = cache(250000);
   read_url(*c, "http://h/2");  // evicts 1
   EXPECT_EQ(counter(*c, "cache_evictions"), 1);
   std::vector<std::string> want = {entry_of("http://h/0", 1), entry_of("http://h/2", 1)};
   std::sort(want.begin(), want.end());
   EXPECT_EQ(files(), want);
   EXPECT_LE(bytes_on_disk(), 250000);
-  read_url(*c, "http://h/3");  // evicts 0
+  pause();
+  auto d = cache(250000);
+  read_url(*d, "http://h/3");  // evicts 0, the older of the two
   want = {entry_of("http://h/2", 1), entry_of("http://h/3", 1)};
   std::sort(want.begin(), want.end());
   EXPECT_EQ(files(), want);
-  EXPECT_EQ(counter(*c, "cache_hits"), 1);
-  EXPECT_EQ(counter(*c, "cache_misses"), 4);
+  EXPECT_EQ(counter(*d, "cache_misses"), 1);
+}
+
+// One job over a data set larger than the cache, epoch after epoch: it keeps what fits and
+// streams the rest (plain LRU would evict every object before its next use, and hit nothing).
+TEST_F(CacheTest, AJobKeepsWhatFitsInsteadOfEvictingItsOwnEntries) {
+  for (int i = 0; i < 5; ++i) remote_->put("http://h/" + std::to_string(i), object_bytes(100000, i), 1);
+  auto c = cache(250000);
+  for (int epoch = 0; epoch < 3; ++epoch)
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(Same(read_url(*c, "http://h/" + std::to_string(i)), object_bytes(100000, i)));
+  EXPECT_EQ(counter(*c, "cache_evictions"), 0);
+  EXPECT_EQ(counter(*c, "cache_bytes_written"), 200000);  // 0 and 1, once
+  EXPECT_EQ(counter(*c, "cache_hits"), 2 * 2);             // 0 and 1 in epochs 2 and 3
+  EXPECT_EQ(counter(*c, "cache_streamed"), 3 * 3);
 }
 
 TEST_F(CacheTest, AnEntryBeingReadSurvivesEviction) {
   for (int i = 0; i < 4; ++i) remote_->put("http://h/" + std::to_string(i), object_bytes(100000, i), 1);
-  auto c = cache(250000);
-  auto held = c->open("http://h/0");
+  auto first = cache(250000);  // an earlier job, still reading 0
+  auto held = first->open("http://h/0");
   ASSERT_TRUE(held.is_ok());
   EXPECT_TRUE(Same(read_all(**held), object_bytes(100000, 0)));  // downloaded; held open
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  read_url(*c, "http://h/1");
-  read_url(*c, "http://h/2");  // 0 is the oldest, but in use: 1 goes
+  read_url(*first, "http://h/1");
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  auto c = cache(250000);  // a later job: the earlier job's entries may go, 0 first, but 0 is read
+  read_url(*c, "http://h/2");
   EXPECT_TRUE(fs::exists(dir_ / entry_of("http://h/0", 1)));
   EXPECT_FALSE(fs::exists(dir_ / entry_of("http://h/1", 1)));
+  EXPECT_EQ(counter(*c, "cache_evictions"), 1);
   auto held2 = c->open("http://h/2");  // a hit, held too: nothing can be evicted now
   ASSERT_TRUE(held2.is_ok());
   EXPECT_TRUE(Same(read_url(*c, "http://h/3"), object_bytes(100000, 3)));  // streamed, not cached

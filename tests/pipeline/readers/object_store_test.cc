@@ -64,7 +64,11 @@ class ObjectStoreTest : public ::testing::Test {
   }
   void TearDown() override {
     // The harness stops its servers on SIGTERM (and by itself once this process is gone).
-    if (info_.count("pid")) ::kill(std::stoi(info_["pid"]), SIGTERM);
+    if (!info_.count("pid")) return;
+    const pid_t pid = std::stoi(info_["pid"]);
+    ::kill(pid, SIGTERM);
+    // Gone before the folder is removed (nginx deletes its pid file there as it stops).
+    for (int i = 0; i < 200 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   // "" when the server is up; else why not (the test skips with it).
   std::string missing(const std::string& name) {
