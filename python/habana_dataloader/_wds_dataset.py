@@ -1,6 +1,7 @@
-"""The dataset registry's WebDataset kind: a habana_dataloader.WebDataset over local tar shards,
-read natively by the webdataset_reader operator (indexed), its image transform mapped as an
-ImageFolder's is.
+"""The dataset registry's WebDataset kind: a habana_dataloader.WebDataset over tar shards (on local
+disk, or http(s):// and s3:// URLs, through the local cache of WebDataset(cache_dir=...) when
+given), read natively by the webdataset_reader operator (indexed), its image transform mapped
+as an ImageFolder's is.
 
 What runs natively: ``WebDataset(urls, ...)`` with ``.shuffle(n)`` (any number),
 ``.decode("pil")``, ``.to_tuple(IMAGE, LABEL)`` and ``.map_tuple(transform, None)`` (or no
