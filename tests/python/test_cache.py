@@ -47,9 +47,11 @@ def served(tmp_path_factory, request):
     proc.wait(10)
 
 
-def loader(spec, **cache):
-    ds = WebDataset(spec, **cache).decode("pil").to_tuple("jpeg;jpg;png", "cls").map_tuple(SMALL, None)
-    return HabanaDataLoader(ds, batch_size=16, num_threads=2, strict=True)
+def loader(spec, on_loader=False, **cache):
+    """The cache options given to WebDataset, or (on_loader) to HabanaDataLoader."""
+    ds = WebDataset(spec, **({} if on_loader else cache)).decode("pil").to_tuple("jpeg;jpg;png", "cls")
+    return HabanaDataLoader(ds.map_tuple(SMALL, None), batch_size=16, num_threads=2, strict=True,
+                            **(cache if on_loader else {}))
 
 
 def batches(ld):
@@ -61,8 +63,11 @@ def test_webdataset_over_nginx_through_the_cache(served, tmp_path):
     local_spec, url_spec, shards = served
     cache = tmp_path / "cache"
     want = batches(loader(local_spec))
-    for _ in range(2):  # a cold cache, then a warm one (another loader, another pipeline)
-        got = batches(loader(url_spec, cache_dir=str(cache), cache_limit="256M"))
+    for run in range(2):  # a cold cache, then a warm one (another loader, another pipeline)
+        ld = loader(url_spec, on_loader=run == 1, cache_dir=str(cache), cache_limit="256M")
+        got = batches(ld)
+        reader = next(o["counters"] for o in ld._pipe.stats()["operators"] if "cache_hits" in o["counters"])
+        assert (reader["cache_misses"] > 0) if run == 0 else (reader["cache_misses"] == 0 < reader["cache_hits"]), reader
         assert len(got) == len(want)
         assert all(torch.equal(a, c) and torch.equal(b, d) for (a, b), (c, d) in zip(got, want))
         names = sorted(p.name for p in cache.iterdir() if p.name != ".lock")
