@@ -170,6 +170,26 @@ TEST(ParseByteSize, NumbersAndUnits) {
   }
 }
 
+TEST(CacheOptions, FromTheEnvironment) {
+  ::setenv("HDL_CACHE_DIR", "/some/dir", 1);
+  ::setenv("HDL_CACHE_LIMIT", "500M", 1);
+  CacheOptions o = CacheOptions::from_environment();
+  EXPECT_EQ(o.dir, "/some/dir");
+  EXPECT_EQ(o.limit_bytes, int64_t(500) << 20);
+  ::setenv("HDL_CACHE_LIMIT", "lots", 1);
+  try {
+    CacheOptions::from_environment();
+    ADD_FAILURE() << "accepted HDL_CACHE_LIMIT=lots";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("HDL_CACHE_LIMIT"), std::string::npos) << e.what();
+  }
+  ::unsetenv("HDL_CACHE_DIR");
+  ::unsetenv("HDL_CACHE_LIMIT");
+  o = CacheOptions::from_environment();
+  EXPECT_EQ(o.dir, "");
+  EXPECT_EQ(o.limit_bytes, int64_t(10) << 30);
+}
+
 TEST_F(CacheTest, MissThenHitWithoutRemoteReads) {
   const std::string a = object_bytes(300000, 1);
   remote_->put("http://h/a.tar", a, 11);
