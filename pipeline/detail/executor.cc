@@ -1,6 +1,7 @@
 #include "pipeline/detail/executor.h"
 
 #include "media/cuda/allocator.h"
+#include "media/cache_file_system.h"
 #include "media/remote_file_system.h"
 #include "pipeline/detail/core.h"
 #include "pipeline/detail/device_stage.h"
@@ -44,6 +45,17 @@ void check_options(const PipelineOptions& options) {
   if (options.max_failures < 0) throw ConfigError("max_failures must be >= 0");
 }
 
+// Where the readers open files: the caller's file system, else the default one (URLs too)
+// under options.cache's directory when it names one (else the environment's cache, if any).
+std::shared_ptr<FileSystem> pipeline_file_system(const PipelineOptions& options) {
+  if (options.file_system) return options.file_system;
+  try {
+    return default_file_system(options.cache);
+  } catch (const std::invalid_argument& e) {  // a bad cache_dir / cache_limit, or HDL_CACHE_*
+    throw ConfigError(e.what());
+  }
+}
+
 // The fingerprint that ties a saved state to this pipeline.
 uint64_t fingerprint_of(const ExecutorCore& c) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -66,7 +78,7 @@ uint64_t fingerprint_of(const ExecutorCore& c) {
 ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts, const OpRegistry& registry)
     : graph(Graph::build(spec, registry)),
       options(opts),
-      file_system(opts.file_system ? opts.file_system : default_file_system()),  // URLs too
+      file_system(pipeline_file_system(opts)),
       threads(resolve_threads(opts.num_threads)),
       budget(threads),
       arena(threads, 0),

@@ -142,6 +142,8 @@ int run(BenchArgs args) {
   options.seed = args.seed;
   options.on_error = args.skip_errors ? ErrorPolicy::kSkip : ErrorPolicy::kRaise;
   options.max_failures = args.max_failures;
+  options.cache.dir = args.cache_dir;
+  if (args.cache_limit > 0) options.cache.limit_bytes = args.cache_limit;
   if (args.device.rfind("cuda:", 0) == 0) {
     try {
       options.device_id = std::stoi(args.device.substr(5));

@@ -1,6 +1,7 @@
-"""The dataset registry's WebDataset kind: a habana_dataloader.WebDataset over local tar shards,
-read natively by the webdataset_reader operator (indexed), its image transform mapped as an
-ImageFolder's is.
+"""The dataset registry's WebDataset kind: a habana_dataloader.WebDataset over tar shards (on local
+disk, or http(s):// and s3:// URLs, through the local cache of WebDataset(cache_dir=...) when
+given), read natively by the webdataset_reader operator (indexed), its image transform mapped
+as an ImageFolder's is.
 
 What runs natively: ``WebDataset(urls, ...)`` with ``.shuffle(n)`` (any number),
 ``.decode("pil")``, ``.to_tuple(IMAGE, LABEL)`` and ``.map_tuple(transform, None)`` (or no
@@ -115,8 +116,10 @@ def _stage_reasons(ds: WebDataset) -> Tuple[List[str], Optional[Tuple[str, str]]
     if ds.select_files is not None or ds.rename_files is not None:
         reasons.append("select_files or rename_files is given")
     for url in ds.urls:
-        if not url.endswith(".tar") or "://" in url and not url.startswith("file://"):
-            reasons.append(f"shard {url!r} is not a local plain .tar (the native reader indexes those)")
+        remote = url.startswith(("http://", "https://", "s3://"))  # read (and cached) by the C++ reader
+        if not url.endswith(".tar") or "://" in url and not url.startswith("file://") and not remote:
+            reasons.append(f"shard {url!r} is not a plain .tar on local disk, http(s):// or s3:// "
+                           "(the native reader indexes those)")
             break
     return reasons, keys, transform, shuffle
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -91,11 +92,16 @@ class Pipeline:
             one CUDA stream, kernels per batch), and every output is a CUDA tensor on it, ordered
             on torch's current stream without blocking the host. A graph without gpu nodes
             moves its outputs there after each batch.
+        cache_dir: a local directory caching the remote (s3://, http(s)://) objects read, shared
+            by the processes of the machine naming it (default: $HDL_CACHE_DIR, else none).
+        cache_limit: the most the cache holds: bytes, or "500M", "10G" (default:
+            $HDL_CACHE_LIMIT, else 10 GiB). See media/cache_file_system.h.
     """
 
     def __init__(self, batch_size: int = 32, num_threads: int = 0, prefetch_depth: int = 2,
                  seed: int = 0, on_error: str = "raise", max_failures: int = 100, *,
-                 output: str = "torch", device: str = "cpu", max_cached_bytes: Optional[int] = None):
+                 output: str = "torch", device: str = "cpu", max_cached_bytes: Optional[int] = None,
+                 cache_dir: Optional[str] = None, cache_limit: Any = None):
         for name, v, lo in (("batch_size", batch_size, 1), ("num_threads", num_threads, 0),
                             ("prefetch_depth", prefetch_depth, 1), ("seed", seed, 0),
                             ("max_failures", max_failures, 0)):
@@ -111,6 +117,10 @@ class Pipeline:
         self.on_error = "skip" if self._error_policy == _C.ErrorPolicy.SKIP else "raise"
         self.device, self._device_id = _device(device)  # outputs go to device; the gpu stage runs on the id
         self.output, self.max_cached_bytes = output, max_cached_bytes
+        if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+            raise TypeError(f"Pipeline() argument 'cache_dir' must be a path, got {type(cache_dir).__name__}")
+        self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else None
+        self.cache_limit = _C.parse_byte_size(cache_limit) if cache_limit is not None else None
         self._outputs: Optional[List[DataNode]] = None
         self._native: Optional[_C.Pipeline] = None
         self._batch_fns: List[_Node] = []
@@ -224,7 +234,8 @@ class Pipeline:
         options = {"batch_size": self.batch_size, "num_threads": self.num_threads,
                    "prefetch_depth": self.prefetch_depth, "seed": self.seed,
                    "on_error": self._error_policy, "max_failures": self.max_failures,
-                   "max_cached_bytes": self.max_cached_bytes}
+                   "max_cached_bytes": self.max_cached_bytes, "cache_dir": self.cache_dir,
+                   "cache_limit": self.cache_limit}
         self._gpu_stage = any(n.stage in ("gpu", "mixed") for n in nodes)  # a device stage
         options["device_id"] = self._device_id or 0
         self._native = _C.Pipeline(spec, options, functions, samples)  # the one conversion to hdl::PipelineSpec
