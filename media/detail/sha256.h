@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4), for the local cache's entry names (media/cache_file_system.cc): a key
+// SHA-256 (FIPS 180-4, computed by OpenSSL's libcrypto, which libcurl already loads), for the local cache's entry names (media/cache_file_system.cc): a key
 // that is a pure function of the URL and cannot spell a path. Not for security. Thread safety:
 // a pure function.
 #pragma once
