@@ -169,6 +169,11 @@ class SourceOperator : public Operator {
   /// Errors are configuration errors (thrown ConfigError); a bad file is not one (it is
   /// reported when its samples run). Default: nothing.
   virtual void prepare(FileSystem& file_system);
+  /// Called by the executor when the consumer moves (a resume, a seek, a reset) to slot
+  /// `position` of `epoch`: the slots before it will not be asked for again, except as
+  /// replacements of failed samples. A reader that reads its samples in sequence (a streaming
+  /// reader) skips them without keeping them. Default: nothing.
+  virtual void start_at(int64_t /*epoch*/, int64_t /*position*/) {}
 };
 
 }  // namespace hdl

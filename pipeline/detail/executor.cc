@@ -484,6 +484,7 @@ void Executor::cancel_in_flight() {
 void Executor::reset(int64_t epoch, int64_t batch) {
   if (epoch < 0 || batch < 0) throw PipelineStateError("epoch and batch must be >= 0");
   cancel_in_flight();
+  core_->graph.source_op().start_at(epoch, batch * core_->options.batch_size);
   std::lock_guard position(position_mu_);
   epoch_ = sched_epoch_ = epoch;
   next_batch_ = sched_batch_ = batch;
