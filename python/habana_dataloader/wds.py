@@ -264,6 +264,13 @@ class WebDataset(IterableDataset):
     return True to go on with the next shard, False to end the epoch, or raise) decides.
     ``empty_check``: an epoch (of this worker) without samples is a ValueError.
 
+    ``native_mode`` (not webdataset's) is how HabanaDataLoader reads the shards natively:
+    "indexed" (plain .tar: every sample read directly, an exact global shuffle), "streaming"
+    (every shard front to back, shuffled shards and ``.shuffle(n)``'s buffer of n samples;
+    ``with_epoch(n)`` is then n samples per rank, read without counting first), or "auto"
+    (streaming when a shard is compressed, .tar.gz and the like, else indexed). torch's
+    DataLoader ignores it.
+
     Fluent calls return a new dataset with one more recorded ``Stage(name, args)`` in
     ``stages``: shuffle, decode, map, map_dict, map_tuple, to_tuple, rename, select, batched,
     unbatched. ``with_epoch`` and ``with_length`` change this object, as in webdataset.
@@ -274,7 +281,8 @@ class WebDataset(IterableDataset):
                  workersplitter: Optional[Callable] = split_by_worker,
                  handler: Callable[[Exception], bool] = reraise_exception,
                  select_files: Optional[Callable[[str], bool]] = None,
-                 rename_files: Optional[Callable[[str], str]] = None, empty_check: bool = True):
+                 rename_files: Optional[Callable[[str], str]] = None, empty_check: bool = True,
+                 native_mode: str = "auto"):
         super().__init__()
         self.urls: List[str] = expand_urls(urls)
         if shardshuffle is True:
@@ -292,6 +300,9 @@ class WebDataset(IterableDataset):
         self.nsamples = -1  # with_epoch
         self.repetitions = 1
         self._det = _DetShuffle(self.shardshuffle, self.seed) if detshuffle else None
+        if native_mode not in ("auto", "indexed", "streaming"):
+            raise ValueError(f"WebDataset(native_mode=...) is 'auto', 'indexed' or 'streaming', got {native_mode!r}")
+        self.native_mode = native_mode
 
     # -- iteration ---------------------------------------------------------------------------
 
