@@ -116,6 +116,7 @@ class StreamingShardReader final : public SourceOperator {
   int64_t num_samples() const override { return num_samples_; }
   const Dataset& dataset() const override { return *dataset_; }
   const Sharding& sharding() const override { return order_; }
+  bool stable_indices() const override { return false; }  // positions: another sample each epoch
 
   std::string describe_sample(int64_t sample) const override {
     return "streamed sample " + std::to_string(sample) + " (rank " + std::to_string(config_.rank) + " of " +
@@ -229,7 +230,7 @@ class StreamingShardReader final : public SourceOperator {
 
   // Position `p` of `epoch`'s stream.
   Item take(FileSystem& fs, int64_t epoch, int64_t p) const {
-    const std::shared_ptr<EpochState> st = state_for(epoch, false);
+    const std::shared_ptr<EpochState> st = p < num_samples_ ? state_for(epoch, false) : nullptr;
     if (!st) return replay(fs, epoch, p);
     auto taken_from = [&](std::map<int64_t, Item>::iterator it) {  // under st->mu
       Item item = std::move(it->second);
@@ -259,6 +260,7 @@ class StreamingShardReader final : public SourceOperator {
       raise(buffer_peak_, st->stream->buffer_peak());
       std::lock_guard lock(st->mu);
       const int64_t o = st->next_output++;
+      if (st->next_output >= num_samples_) st->stream.reset();  // the epoch is read: its file and buffer go
       if (o < st->floor) continue;
       st->ready[o] = std::move(item);
       raise(ready_peak_, static_cast<int64_t>(st->ready.size()));
