@@ -311,11 +311,12 @@ void Executor::Core::process(Job& job, int64_t slot) {
     const EpochOrder& order = *job.order;
     const int64_t position = job.first_position + slot;
     const int64_t n = std::max<int64_t>(order.shard_size(), 1);
+    const bool stable_indices = graph.source_op().stable_indices();
     for (uint32_t attempt = 0;; ++attempt) {
       // A replacement is the next sample in epoch order (deterministic whatever the threads).
       const int64_t index = attempt == 0 ? order.dataset_index(position)
                                          : order.dataset_index((position + attempt) % n);
-      const SampleInfo info{job.epoch, position, index, attempt, &graph.source_op().dataset()};
+      const SampleInfo info{job.epoch, position, index, attempt, &graph.source_op().dataset(), stable_indices};
       Status st = run_sample(job, slot, info, ws);
       if (st.is_ok()) {
         job.dataset_indices[slot] = index;
@@ -496,6 +497,7 @@ void Executor::cancel_in_flight() {
 void Executor::reset(int64_t epoch, int64_t batch) {
   if (epoch < 0 || batch < 0) throw PipelineStateError("epoch and batch must be >= 0");
   cancel_in_flight();
+  core_->graph.source_op().start_at(epoch, batch * core_->options.batch_size);
   std::lock_guard position(position_mu_);
   epoch_ = sched_epoch_ = epoch;
   next_batch_ = sched_batch_ = batch;

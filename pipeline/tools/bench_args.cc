@@ -23,7 +23,8 @@ PIPELINE  resnet-train  decode + RandomResizedCrop 224 + random flip + normalize
           FILE.json     a pipeline spec (pipeline/spec_json.h); DATA replaces its reader's source
 DATA      an ImageFolder root (root/<class>/<file>; videos for the video pipelines), a file
           list ("relative/path label" lines), or WebDataset tar shards for the image pipelines
-          ("train-{000000..000099}.tar", "::"-joined lists; --file-root is their folder)
+          ("train-{000000..000099}.tar", "::"-joined lists; --file-root is their folder; compressed
+          shards, "train-{000000..000099}.tar.gz", are read in streaming mode)
 
 options:
   --batch-size N     samples per batch (256; video-decode 1, video-train 8)

@@ -496,7 +496,9 @@ class HabanaDataLoader(DataLoader[T_co]):
                 pipe.build()
                 self._pipelines_built += 1
                 return pipe
-            files, labels = self._data.read(self._sample_list, self._last_batch)
+            # An iterable dataset kind's reader may shuffle by itself (a streamed WebDataset): its seed.
+            files, labels = self._data.read(self._sample_list, self._last_batch,
+                                            **({"seed": seed} if self._data.iterable is not None else {}))
             images = self._wire(files)
             moved = _gpu_tail(images, self._gpu_limit if self._gpu_limit is not None else 1 << 30) if gpu else []
             if gpu and self._hw_decode:

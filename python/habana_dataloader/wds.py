@@ -270,6 +270,13 @@ class WebDataset(IterableDataset):
     shared by the ranks and processes of the machine (media/cache_file_system.h; default:
     $HDL_CACHE_DIR / $HDL_CACHE_LIMIT, else none).
 
+    ``native_mode`` (not webdataset's) is how HabanaDataLoader reads the shards natively:
+    "indexed" (plain .tar: every sample read directly, an exact global shuffle), "streaming"
+    (every shard front to back, shuffled shards and ``.shuffle(n)``'s buffer of n samples;
+    ``with_epoch(n)`` is then n samples per rank, read without counting first), or "auto"
+    (streaming when a shard is compressed, .tar.gz and the like, else indexed). torch's
+    DataLoader ignores it.
+
     Fluent calls return a new dataset with one more recorded ``Stage(name, args)`` in
     ``stages``: shuffle, decode, map, map_dict, map_tuple, to_tuple, rename, select, batched,
     unbatched. ``with_epoch`` and ``with_length`` change this object, as in webdataset.
@@ -281,7 +288,7 @@ class WebDataset(IterableDataset):
                  handler: Callable[[Exception], bool] = reraise_exception,
                  select_files: Optional[Callable[[str], bool]] = None,
                  rename_files: Optional[Callable[[str], str]] = None, empty_check: bool = True,
-                 cache_dir: Optional[str] = None, cache_limit: Any = None):
+                 cache_dir: Optional[str] = None, cache_limit: Any = None, native_mode: str = "auto"):
         super().__init__()
         if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
             raise TypeError(f"WebDataset(cache_dir=...) must be a path, got {type(cache_dir).__name__}")
@@ -303,6 +310,9 @@ class WebDataset(IterableDataset):
         self.nsamples = -1  # with_epoch
         self.repetitions = 1
         self._det = _DetShuffle(self.shardshuffle, self.seed) if detshuffle else None
+        if native_mode not in ("auto", "indexed", "streaming"):
+            raise ValueError(f"WebDataset(native_mode=...) is 'auto', 'indexed' or 'streaming', got {native_mode!r}")
+        self.native_mode = native_mode
 
     # -- iteration ---------------------------------------------------------------------------
 
