@@ -160,6 +160,9 @@ HttpClient::Attempt HttpClient::attempt_once(void* handle, const HttpRequest& q,
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  // The curl CLI's receive buffer, 100 KiB (libcurl's default is 16 KiB): a sixth of the recv
+  // calls and write callbacks for a large body (docs/PERFORMANCE.md, CPU per MB).
+  curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 100L * 1024);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
   if (!options_.ca_bundle.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, options_.ca_bundle.c_str());

@@ -96,32 +96,36 @@ def counters(report):
 
 def run_faults(a):
     names = shards(a.root)
+    bad = f"{a.fail_rate:.0%}"
     clean = Servers(a.root, "nginx", 0.0, a.seed, a.stall_s)
     faulty = Servers(a.root, "nginx", a.fail_rate, a.seed, a.stall_s)
     args = ["--threads", str(a.threads), "--batch-size", "64", "--epochs", str(a.epochs)]
-    rows, ratios = [], []
+    arms = [("0%", clean, {}), (bad, faulty, {})]
+    if a.no_adaptive:  # what the adaptive deadline buys: every attempt gets request_timeout_ms
+        arms.append((bad + " no adaptive deadline", faulty, {"HDL_HTTP_ADAPTIVE_TIMEOUT": "0"}))
+    ratios = {label: [] for label, _, _ in arms[1:]}
     try:
         for r in range(a.rounds):
             got = {}
-            for label, srv in (("0%", clean), (f"{a.fail_rate:.0%}", faulty)):
+            for label, srv, env in (arms if r % 2 == 0 else arms[::-1]):  # alternating order
                 before = len(srv.faults("nginx"))
-                rep = hdl_bench(a.build, srv.url("proxy_nginx") + "/" + spec(names), args)
+                rep = hdl_bench(a.build, srv.url("proxy_nginx") + "/" + spec(names), args, env=dict(os.environ, **env))
                 c = counters(rep)
                 lost = rep["failures"] + rep["dataset_images"] * a.epochs - rep["images"]
                 got[label] = rep["images_per_s"]
                 faults = srv.faults("nginx")[before:]
                 kinds = {k: sum(1 for f in faults if f.startswith(k + " ")) for k in ("500", "503", "cut", "drop", "stall")}
-                rows.append((r, label, rep["images_per_s"], c.get("remote_requests", 0), c.get("remote_retries", 0),
-                             c.get("remote_stalls", 0), len(faults), kinds, lost))
                 print(f"round {r} {label:>3}: {rep['images_per_s']:7.1f} images/s, {c.get('remote_requests', 0)} requests, "
                       f"{c.get('remote_retries', 0)} retries, {c.get('remote_stalls', 0)} stalls cut short, "
                       f"{len(faults)} faults {kinds}, samples lost {lost}", flush=True)
-            ratios.append(got[f"{a.fail_rate:.0%}"] / got["0%"])
+            for label in ratios:
+                ratios[label].append(got[label] / got["0%"])
     finally:
         clean.stop()
         faulty.stop()
-    print(f"ratio {a.fail_rate:.0%} faults / 0% (median of {len(ratios)} rounds): {statistics.median(ratios):.2f}x "
-          f"(each: {', '.join(f'{x:.2f}' for x in ratios)}; target >= 0.8x)")
+    for label, rs in ratios.items():
+        print(f"ratio {label} / 0% faults (median of {len(rs)} rounds): {statistics.median(rs):.2f}x "
+              f"(each: {', '.join(f'{x:.2f}' for x in rs)}; target >= 0.8x)")
 
 
 def pids_named(parent, word):
@@ -264,6 +268,7 @@ def main():
     f.add_argument("--rounds", type=int, default=3)
     f.add_argument("--epochs", type=int, default=1)
     f.add_argument("--threads", type=int, default=os.cpu_count())
+    f.add_argument("--no-adaptive", action="store_true", help="also run the faulty arm with HDL_HTTP_ADAPTIVE_TIMEOUT=0")
     m = sub.add_parser("moto")
     m.add_argument("--rounds", type=int, default=2)
     m.add_argument("--epochs", type=int, default=2)
