@@ -36,12 +36,18 @@ class FileReader final : public SourceOperator {
     return Status::ok();
   }
 
+  void prepare(FileSystem& fs) override { file_system_ = &fs; }
+  // A remote store's requests, retries, bytes and time to first byte (files at URLs).
+  std::vector<std::pair<std::string, int64_t>> counters() const override {
+    return file_system_ ? file_system_->counters() : std::vector<std::pair<std::string, int64_t>>{};
+  }
   const Dataset& dataset() const override { return *dataset_; }
   const Sharding& sharding() const override { return sharding_; }
 
  private:
   std::shared_ptr<const Dataset> dataset_;  // shared with the spec when given in memory
   Sharding sharding_;
+  const FileSystem* file_system_ = nullptr;  // the pipeline's, from prepare(); read by counters() only
 };
 
 }  // namespace
