@@ -168,6 +168,36 @@ TEST_F(ObjectStoreTest, HttpFromNginxIsTheLocalDisk) {
   EXPECT_NE(missing_file.status().message().find("HTTP 404"), std::string::npos) << missing_file.status().message();
 }
 
+TEST_F(ObjectStoreTest, FileListOfUrlsIsReadThroughTheRemoteFileSystem) {
+  start("nginx", 0.0);
+  if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
+  // A file list's URL lines are taken whole (not joined to the list's folder); file_reader
+  // shows the file system's counters in pipe.stats().
+  std::string list;
+  for (int k = 0; k < kShards; ++k) list += url("nginx", "shard-00" + std::to_string(k) + ".tar") + " " + std::to_string(k) + "\n";
+  dir_->write("urls.txt", list);
+  PipelineSpec spec;
+  auto r = spec.add("file_reader", {}, {{"file_list", dir_->path("urls.txt").string()}}, {}, "reader");
+  spec.set_outputs({r[0], r[1]});
+  PipelineOptions o;
+  o.batch_size = 1, o.num_threads = 2, o.file_system = url_file_system(RemoteOptions());
+  Pipeline pipe(spec, o);
+  std::map<int64_t, std::string> got;
+  for (const auto& b : pipe.epoch_batches()) {
+    const Tensor t = b.outputs[0].sample(0);
+    got[*b.outputs[1].sample(0).typed<int64_t>()] = std::string(static_cast<const char*>(t.data()), size_t(t.num_elements()));
+  }
+  ASSERT_EQ(got.size(), size_t(kShards));
+  for (int k = 0; k < kShards; ++k)
+    EXPECT_TRUE(got[k] == dir_->read("root/shard-00" + std::to_string(k) + ".tar")) << "file " << k << " differs";
+  std::map<std::string, int64_t> counters;
+  const PipelineStats stats = pipe.stats();
+  for (const auto& [name, value] : stats.operators[0].counters) counters[name] = value;
+  EXPECT_GE(counters["remote_requests"], 2 * kShards) << "a HEAD and a GET per file";
+  EXPECT_GE(counters["remote_bytes"], int64_t(list.size()));
+  EXPECT_EQ(counters["remote_retries"], 0);
+}
+
 TEST_F(ObjectStoreTest, S3FromMotoIsTheLocalDisk) {
   start("moto", 0.0);
   if (std::string why = missing("moto"); !why.empty()) GTEST_SKIP() << why;
