@@ -198,6 +198,26 @@ TEST_F(ObjectStoreTest, FileListOfUrlsIsReadThroughTheRemoteFileSystem) {
   EXPECT_EQ(counters["remote_retries"], 0);
 }
 
+TEST_F(ObjectStoreTest, S3RequestsAreSignedAndCarryTheSessionToken) {
+  start("nginx", 0.0);
+  if (std::string why = missing("proxy_nginx"); !why.empty()) GTEST_SKIP() << why;
+  // The proxy answers "__headers__" paths with the headers it got (any S3 endpoint would do).
+  S3Config c = moto_config(url("proxy_nginx"));
+  c.session_token = "TOKEN-for-the-test";
+  auto fs = s3_file_system(c, RemoteOptions());
+  auto f = fs->open("s3://hdl/__headers__/x");
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  std::string seen(size_t((*f)->size()), '\0');
+  ASSERT_TRUE(read_exactly(**f, 0, (*f)->size(), seen.data()).is_ok());
+  EXPECT_NE(seen.find("x-amz-security-token: TOKEN-for-the-test"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("Authorization: AWS4-HMAC-SHA256 Credential=AKIDTESTING/"), std::string::npos) << seen;
+  const size_t signed_at = seen.find("SignedHeaders=");
+  ASSERT_NE(signed_at, std::string::npos) << seen;
+  const std::string signed_headers = seen.substr(signed_at, seen.find(',', signed_at) - signed_at);
+  EXPECT_NE(signed_headers.find("x-amz-security-token"), std::string::npos) << "the token is not signed: " << signed_headers;
+  EXPECT_EQ(seen.find(kSecret), std::string::npos) << "the secret went over the wire";
+}
+
 TEST_F(ObjectStoreTest, S3FromMotoIsTheLocalDisk) {
   start("moto", 0.0);
   if (std::string why = missing("moto"); !why.empty()) GTEST_SKIP() << why;
