@@ -254,9 +254,12 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& q) {
       }
     }
     if (!retry) {
-      if (st / 100 == 2) bytes_.fetch_add(a.received, std::memory_order_relaxed);
-      if (st / 100 == 2) observe(a.first_byte_us, a.total_us, a.received);
-      else failures_.fetch_add(1, std::memory_order_relaxed);
+      if (st / 100 == 2) {
+        bytes_.fetch_add(a.received, std::memory_order_relaxed);
+        observe(a.first_byte_us, a.total_us, a.received);
+      } else {
+        failures_.fetch_add(1, std::memory_order_relaxed);
+      }
       return std::move(a.response);
     }
     last = std::move(a.response);
