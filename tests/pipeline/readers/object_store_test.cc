@@ -198,6 +198,53 @@ TEST_F(ObjectStoreTest, FileListOfUrlsIsReadThroughTheRemoteFileSystem) {
   EXPECT_EQ(counters["remote_retries"], 0);
 }
 
+TEST_F(ObjectStoreTest, RedirectsAreFollowedBoundedAndHttpsIsVerified) {
+  start("nginx", 0.0);
+  if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
+  const std::string bytes = dir_->read("root/shard-001.tar");
+  // nginx answers /redirect/<path> with a 302 to /<path>: followed, for the HEAD and the reads.
+  auto fs = http_file_system(RemoteOptions());
+  auto f = fs->open(url("nginx", "redirect/shard-001.tar"));
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  ASSERT_EQ((*f)->size(), int64_t(bytes.size()));
+  std::string got(4000, '\0');
+  ASSERT_TRUE(read_exactly(**f, 511, 4000, got.data()).is_ok());
+  EXPECT_EQ(got, bytes.substr(511, 4000));
+  // /loop redirects to itself: bounded (5 redirects), an error naming the URL, not retried.
+  auto loop = fs->open(url("nginx", "loop"));
+  ASSERT_FALSE(loop.is_ok());
+  EXPECT_NE(loop.status().message().find(url("nginx", "loop")), std::string::npos) << loop.status().message();
+  EXPECT_NE(loop.status().message().find("redirect"), std::string::npos) << loop.status().message();
+
+  if (!info_.count("nginx_tls")) {
+    std::printf("SKIPPED the HTTPS half: no openssl, or nginx without TLS\n");
+    return;
+  }
+  // HTTPS with the self-signed certificate as the CA bundle: verified, the shard's bytes.
+  const std::string https = "https://127.0.0.1:" + info_["nginx_tls"] + "/shard-001.tar";
+  RemoteOptions with_ca;
+  with_ca.ca_bundle = info_["nginx_ca"];
+  auto tls = http_file_system(with_ca)->open(https);
+  ASSERT_TRUE(tls.is_ok()) << tls.status().message();
+  std::string all(bytes.size(), '\0');
+  ASSERT_TRUE(read_exactly(**tls, 0, int64_t(all.size()), all.data()).is_ok());
+  EXPECT_TRUE(all == bytes);
+  // Another CA (a second self-signed certificate), or the system's: verification fails at
+  // once, naming the URL and the certificate problem.
+  ASSERT_TRUE(dir_->sh("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=other -keyout other.key "
+                       "-out other.pem >/dev/null 2>&1"));
+  RemoteOptions wrong;
+  wrong.ca_bundle = dir_->path("other.pem").string();
+  for (const RemoteOptions& o : {wrong, RemoteOptions()}) {
+    auto bad = http_file_system(o)->open(https);
+    ASSERT_FALSE(bad.is_ok());
+    const std::string m = bad.status().message();
+    EXPECT_NE(m.find(https), std::string::npos) << m;
+    EXPECT_NE(m.find("certificate"), std::string::npos) << m;
+    EXPECT_EQ(m.find("gave up after"), std::string::npos) << "a verification failure is not retried: " << m;
+  }
+}
+
 TEST_F(ObjectStoreTest, S3RequestsAreSignedAndCarryTheSessionToken) {
   start("nginx", 0.0);
   if (std::string why = missing("proxy_nginx"); !why.empty()) GTEST_SKIP() << why;
