@@ -115,10 +115,8 @@ def _stage_reasons(ds: WebDataset) -> Tuple[List[str], Optional[Tuple[str, str]]
     if ds.select_files is not None or ds.rename_files is not None:
         reasons.append("select_files or rename_files is given")
     for url in ds.urls:
-        remote = url.startswith(("file://", "http://", "https://", "s3://"))  # the native reader's URLs
-        if not url.endswith(".tar") or "://" in url and not remote:
-            reasons.append(f"shard {url!r} is not a plain .tar, local or at an http(s):// or s3:// URL "
-                           "(the native reader indexes those)")
+        if not url.endswith(".tar") or "://" in url and not url.startswith("file://"):
+            reasons.append(f"shard {url!r} is not a local plain .tar (the native reader indexes those)")
             break
     return reasons, keys, transform, shuffle
 
