@@ -73,6 +73,7 @@ class HttpFileSystem final : public RemoteFileSystem {
 RemoteStats operator+(RemoteStats a, const RemoteStats& b) {
   a.requests += b.requests, a.retries += b.retries, a.failures += b.failures, a.bytes += b.bytes;
   a.first_byte_ns += b.first_byte_ns, a.transfer_ns += b.transfer_ns, a.connections += b.connections;
+  a.stalls += b.stalls;
   return a;
 }
 
@@ -127,6 +128,12 @@ RemoteOptions RemoteOptions::from_environment() {
   o.request_timeout_ms = env_positive("HDL_HTTP_TIMEOUT_MS", o.request_timeout_ms);
   o.total_timeout_ms = env_positive("HDL_HTTP_TOTAL_TIMEOUT_MS", o.total_timeout_ms);
   o.max_attempts = int(env_positive("HDL_HTTP_MAX_ATTEMPTS", o.max_attempts));
+  o.stall_timeout_min_ms = env_positive("HDL_HTTP_STALL_MIN_MS", o.stall_timeout_min_ms);
+  if (const char* a = std::getenv("HDL_HTTP_ADAPTIVE_TIMEOUT"); a && *a) {
+    if (std::string(a) != "0" && std::string(a) != "1")
+      throw std::invalid_argument(std::string("HDL_HTTP_ADAPTIVE_TIMEOUT=\"") + a + "\" is not 0 or 1");
+    o.adaptive_timeout = *a == '1';
+  }
   return o;
 }
 
@@ -134,7 +141,7 @@ std::vector<std::pair<std::string, int64_t>> RemoteFileSystem::counters() const 
   const RemoteStats s = stats();
   return {{"remote_requests", s.requests},     {"remote_retries", s.retries},
           {"remote_failures", s.failures},     {"remote_bytes", s.bytes},
-          {"remote_connections", s.connections},
+          {"remote_connections", s.connections},   {"remote_stalls", s.stalls},
           {"remote_first_byte_us", s.requests > 0 ? s.first_byte_ns / 1000 / s.requests : 0}};
 }
 

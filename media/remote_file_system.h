@@ -20,10 +20,13 @@
 // off).
 //
 // Faults: an attempt that fails with a connection error (refused, reset, nothing received), a
-// timeout (RemoteOptions::request_timeout_ms, or less than low_speed_bytes_per_s for
-// low_speed_time_s: a stall), an HTTP 5xx or 429 (S3's SlowDown is a 503), or a body shorter
-// than asked for (a short body is never returned as data) is retried after an exponential
-// backoff with full jitter, until max_attempts or total_timeout_ms. Other 4xx fail at once;
+// timeout (its adaptive deadline, see RemoteOptions::adaptive_timeout; request_timeout_ms; or
+// less than low_speed_bytes_per_s for low_speed_time_s), an HTTP 5xx or 429 (S3's SlowDown is
+// a 503), or a body shorter than asked for (a short body is never returned as data) is
+// retried after an exponential backoff with full jitter, until max_attempts or
+// total_timeout_ms. The first retry after a transport failure (a drop, a cut body, a stall)
+// goes at once, on a new connection: the server did not ask for less; 5xx and 429 back off
+// from the first retry. Other 4xx fail at once;
 // S3's authentication errors (InvalidAccessKeyId, SignatureDoesNotMatch, ...) say where the
 // credentials came from. Every error names the URL (never a query string's signature or a
 // secret), the HTTP status and, for S3, the error code from the XML body.
@@ -53,6 +56,14 @@ struct RemoteOptions {
   int64_t total_timeout_ms = 300000;       ///< 5 min for all attempts of one read
   int64_t low_speed_bytes_per_s = 1024;    ///< slower than this for low_speed_time_s: a stall
   int64_t low_speed_time_s = 20;           ///< 20 s
+  /// Stalls are caught by a deadline per attempt, derived from what this client has seen:
+  /// the retransmission timeout of RFC 6298 applied to the time to first byte (smoothed mean
+  /// + 4 mean deviations) plus the bytes asked for at a quarter of the observed transfer rate,
+  /// at least stall_timeout_min_ms, doubled on each retry of one request. request_timeout_ms
+  /// (and what is left of total_timeout_ms) stays the bound: until 8 attempts have been seen,
+  /// and for a transfer larger than any seen at a measured rate, the attempt gets that.
+  bool adaptive_timeout = true;            ///< false: every attempt gets request_timeout_ms
+  int64_t stall_timeout_min_ms = 100;      ///< the adaptive deadline's floor: 100 ms
   int max_attempts = 10;                   ///< attempts per request, the first included
   int64_t backoff_initial_ms = 50;         ///< first retry after up to 50 ms (full jitter)
   int64_t backoff_max_ms = 5000;           ///< backoff ceiling: 5 s
@@ -62,8 +73,10 @@ struct RemoteOptions {
   uint64_t jitter_seed = 0;                ///< 0: random; else a fixed seed (tests)
 
   /// RemoteOptions from the environment: HDL_CA_BUNDLE (else CURL_CA_BUNDLE),
-  /// HDL_HTTP_TIMEOUT_MS (request), HDL_HTTP_TOTAL_TIMEOUT_MS, HDL_HTTP_MAX_ATTEMPTS; the rest
-  /// default. A value that is not a positive integer is a std::invalid_argument naming it.
+  /// HDL_HTTP_TIMEOUT_MS (request), HDL_HTTP_TOTAL_TIMEOUT_MS, HDL_HTTP_MAX_ATTEMPTS,
+  /// HDL_HTTP_STALL_MIN_MS (stall_timeout_min_ms), HDL_HTTP_ADAPTIVE_TIMEOUT (0 or 1); the rest
+  /// default. A value that is not a positive integer (0/1 for the switch) is a
+  /// std::invalid_argument naming it.
   static RemoteOptions from_environment();
 };
 
@@ -76,6 +89,7 @@ struct RemoteStats {
   int64_t first_byte_ns = 0;     ///< sum over attempts of the time to the first byte
   int64_t transfer_ns = 0;       ///< sum over attempts of the whole attempt's time
   int64_t connections = 0;       ///< new connections opened (keep-alive reuses are not counted)
+  int64_t stalls = 0;            ///< attempts ended by their adaptive deadline (then retried)
 };
 
 /// One object of a listing.
@@ -89,7 +103,8 @@ class RemoteFileSystem : public FileSystem {
  public:
   virtual RemoteStats stats() const = 0;
   /// stats() for the pipeline's stats: remote_requests, remote_retries, remote_failures,
-  /// remote_bytes, remote_connections, remote_first_byte_us (mean over requests).
+  /// remote_bytes, remote_connections, remote_stalls, remote_first_byte_us (mean over
+  /// requests).
   std::vector<std::pair<std::string, int64_t>> counters() const override;
   /// Every object whose URL starts with `prefix` (the S3 file system: ListObjectsV2, paginated,
   /// in key order). Errors: as reads; kUnsupported where the protocol cannot list (HTTP).

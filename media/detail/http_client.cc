@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -65,6 +66,7 @@ struct HttpClient::Attempt {
   HttpResponse response;
   int64_t received = 0;  // body bytes
   bool overflow = false;  // the server sent more than the range asked for
+  int64_t first_byte_us = 0, total_us = 0;
   const HttpRequest* request = nullptr;
   CURL* handle = nullptr;
 };
@@ -158,6 +160,9 @@ HttpClient::Attempt HttpClient::attempt_once(void* handle, const HttpRequest& q,
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  // The curl CLI's receive buffer, 100 KiB (libcurl's default is 16 KiB): a sixth of the recv
+  // calls and write callbacks for a large body (docs/PERFORMANCE.md, CPU per MB).
+  curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 100L * 1024);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
   if (!options_.ca_bundle.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, options_.ca_bundle.c_str());
@@ -189,6 +194,7 @@ HttpClient::Attempt HttpClient::attempt_once(void* handle, const HttpRequest& q,
   curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &ttfb);
   curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &total);
   curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+  a.first_byte_us = int64_t(ttfb), a.total_us = int64_t(total);
   first_byte_ns_.fetch_add(int64_t(ttfb) * 1000, std::memory_order_relaxed);
   transfer_ns_.fetch_add(int64_t(total) * 1000, std::memory_order_relaxed);
   connections_.fetch_add(connects, std::memory_order_relaxed);
@@ -210,8 +216,16 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& q) {
     if (attempt > 1) retries_.fetch_add(1, std::memory_order_relaxed);
     void* h = take_handle();
     if (!h) return Status::internal("curl_easy_init failed");
-    Attempt a = attempt_once(h, q, std::min(options_.request_timeout_ms, std::max<int64_t>(left_ms, 1)));
+    int64_t timeout_ms = std::min(options_.request_timeout_ms, std::max<int64_t>(left_ms, 1));
+    bool adaptive = false;
+    if (options_.adaptive_timeout) {
+      const int64_t d = adaptive_deadline_ms(q.head ? 0 : q.begin >= 0 ? q.length : -1, attempt);
+      if (d > 0 && d < timeout_ms) timeout_ms = d, adaptive = true;
+    }
+    Attempt a = attempt_once(h, q, timeout_ms);
     give_back(h);
+    if (adaptive && a.code == CURLE_OPERATION_TIMEDOUT) stalls_.fetch_add(1, std::memory_order_relaxed);
+    bool transport = false;  // a drop, a cut body or a stall: the server did not ask for less
     a.response.attempts = attempt;
     bool retry = false;
     const long st = a.response.status;
@@ -225,7 +239,7 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& q) {
         failures_.fetch_add(1, std::memory_order_relaxed);
         return Status::io_error(describe(q, a.response, "") + ": " + last_problem);
       }
-      retry = true;
+      retry = transport = true;
     } else if (st >= 500 || st == 429) {
       retry = true;
       last_problem.clear();
@@ -235,20 +249,26 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& q) {
         return Status::io_error(describe(q, a.response, "") + ": the server ignored the Range header");
       }
       if (a.received != q.length) {
-        retry = true;  // a short body is never data
+        retry = transport = true;  // a short body is never data
         last_problem = "short body: " + std::to_string(a.received) + " of " + std::to_string(q.length) + " bytes";
       }
     }
     if (!retry) {
-      if (st / 100 == 2) bytes_.fetch_add(a.received, std::memory_order_relaxed);
-      else failures_.fetch_add(1, std::memory_order_relaxed);
+      if (st / 100 == 2) {
+        bytes_.fetch_add(a.received, std::memory_order_relaxed);
+        observe(a.first_byte_us, a.total_us, a.received);
+      } else {
+        failures_.fetch_add(1, std::memory_order_relaxed);
+      }
       return std::move(a.response);
     }
     last = std::move(a.response);
     // Full jitter: sleep uniform(0, min(max, initial * 2^(attempt-1))).
     const double cap = double(std::min<int64_t>(options_.backoff_max_ms,
                                                 options_.backoff_initial_ms << std::min(attempt - 1, 20)));
-    const auto sleep = std::chrono::microseconds(int64_t(cap * 1000 * uniform01(options_.jitter_seed)));
+    // The first retry after a transport failure goes at once (on a new connection).
+    const auto sleep = std::chrono::microseconds(
+        transport && attempt == 1 ? 0 : int64_t(cap * 1000 * uniform01(options_.jitter_seed)));
     if (attempt >= options_.max_attempts || Clock::now() + sleep >= deadline) break;
     std::this_thread::sleep_for(sleep);
   }
@@ -262,6 +282,38 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& q) {
                           " attempts in " + took + " s)");
 }
 
+int64_t HttpClient::adaptive_deadline_ms(int64_t length, int attempt) {
+  double us;
+  {
+    std::lock_guard<std::mutex> lock(est_mu_);
+    if (seen_ < 8 || length < 0) return -1;
+    us = srtt_us_ + 4 * rttvar_us_;
+    if (length > 64 * 1024) {  // small bodies come in the first packets: the first byte's time
+      if (rate_ <= 0 || length > 2 * rate_max_bytes_) return -1;
+      us += 4e6 * double(length) / rate_;
+    }
+  }
+  const int64_t ms = std::max<int64_t>(options_.stall_timeout_min_ms, int64_t(us / 1000) + 1);
+  return attempt > 1 ? ms << std::min(attempt - 1, 20) : ms;
+}
+
+void HttpClient::observe(int64_t first_byte_us, int64_t total_us, int64_t body_bytes) {
+  std::lock_guard<std::mutex> lock(est_mu_);
+  const double r = double(first_byte_us);
+  if (seen_++ == 0) {  // RFC 6298 2.2
+    srtt_us_ = r, rttvar_us_ = r / 2;
+  } else {  // 2.3: alpha 1/8, beta 1/4
+    rttvar_us_ = 0.75 * rttvar_us_ + 0.25 * std::abs(srtt_us_ - r);
+    srtt_us_ = 0.875 * srtt_us_ + 0.125 * r;
+  }
+  const int64_t body_us = total_us - first_byte_us;
+  if (body_bytes >= 64 * 1024 && body_us > 0) {
+    const double rate = double(body_bytes) * 1e6 / double(body_us);
+    rate_ = rate_ > 0 ? 0.875 * rate_ + 0.125 * rate : rate;
+    rate_max_bytes_ = std::max(rate_max_bytes_, body_bytes);
+  }
+}
+
 RemoteStats HttpClient::stats() const {
   RemoteStats s;
   s.requests = requests_.load(std::memory_order_relaxed);
@@ -271,6 +323,7 @@ RemoteStats HttpClient::stats() const {
   s.first_byte_ns = first_byte_ns_.load(std::memory_order_relaxed);
   s.transfer_ns = transfer_ns_.load(std::memory_order_relaxed);
   s.connections = connections_.load(std::memory_order_relaxed);
+  s.stalls = stalls_.load(std::memory_order_relaxed);
   return s;
 }
 

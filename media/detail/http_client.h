@@ -66,12 +66,24 @@ class HttpClient {
   void* take_handle();
   void give_back(void* handle);
   Attempt attempt_once(void* handle, const HttpRequest& request, int64_t timeout_ms);
+  // The adaptive deadline of an attempt (RemoteOptions::adaptive_timeout): the time to first
+  // byte's RFC 6298 timeout plus `length` bytes at a quarter of the observed rate, at least
+  // stall_timeout_min_ms, times 2^(attempt-1); -1 when there is no estimate yet.
+  int64_t adaptive_deadline_ms(int64_t length, int attempt);
+  // Feeds one complete 2xx attempt into the estimate (times in microseconds).
+  void observe(int64_t first_byte_us, int64_t total_us, int64_t body_bytes);
 
   RemoteOptions options_;
   std::mutex mu_;
   std::vector<void*> idle_;  // CURL* easy handles, their connections kept alive
   std::atomic<int64_t> requests_{0}, retries_{0}, failures_{0}, bytes_{0}, first_byte_ns_{0},
-      transfer_ns_{0}, connections_{0};
+      transfer_ns_{0}, connections_{0}, stalls_{0};
+  // The estimate behind adaptive_deadline_ms (under est_mu_): smoothed time to first byte and
+  // its mean deviation (us), the smoothed body rate (bytes/s, 0: none yet), the largest body
+  // the rate was measured on, and how many attempts were seen.
+  std::mutex est_mu_;
+  double srtt_us_ = 0, rttvar_us_ = 0, rate_ = 0;
+  int64_t rate_max_bytes_ = 0, seen_ = 0;
 };
 
 /// What a RemoteFile reads through: an object's facts, and exact byte ranges of it.

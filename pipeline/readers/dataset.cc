@@ -12,6 +12,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "media/remote_file_system.h"
 #include "pipeline/errors.h"
 
 namespace hdl {
@@ -319,6 +320,7 @@ void Dataset::add(std::string_view rel, int64_t label) {
 }
 
 std::string Dataset::path(int64_t i) const {
+  if (is_remote_url(relative_path(i))) return std::string(relative_path(i));  // a URL is whole
   std::string p = root_;
   if (!p.empty() && p.back() != '/') p += '/';
   p += relative_path(i);

@@ -94,7 +94,8 @@ class Dataset {
   std::string_view relative_path(int64_t i) const {
     return {names_.data() + offsets_[i], static_cast<size_t>(offsets_[i + 1] - offsets_[i])};
   }
-  /// root() joined with relative_path(i).
+  /// root() joined with relative_path(i); a URL (http://, https://, s3://: a file list's line)
+  /// as it is.
   std::string path(int64_t i) const;
   int64_t label(int64_t i) const { return labels_[i]; }
   /// True when every entry has a segment (a "path label start end" list, or samples given with

@@ -12,7 +12,9 @@ drawn from random.Random(seed) in arrival order, in one of five ways:
   503    S3's "503 SlowDown" with its XML error body
   stall  nothing is sent for stall-s seconds, then the connection is closed
   cut    the upstream's status and headers (its full Content-Length), half the body, close
-A path containing "__auth__" always gets S3's "403 InvalidAccessKeyId". Each fault is logged
+A path containing "__auth__" always gets S3's "403 InvalidAccessKeyId"; one containing
+"__headers__" gets the request's headers, "Name: value" lines padded with spaces to 4096
+bytes (200, never a fault), for the tests to see what a client sends. Each fault is logged
 (one line: the fault, the method and the path) to --log, for the tests to count.
 """
 import argparse
@@ -70,6 +72,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         if "__auth__" in self.path:
             return self.answer(403, s3_error("InvalidAccessKeyId",
                                              "The AWS Access Key Id you provided does not exist in our records."))
+        if "__headers__" in self.path:
+            text = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()[:4096]
+            return self.answer(200, text.ljust(4096, b" "), "text/plain")
         kind = self.fault()
         if kind == "drop":
             self.close_connection = True

@@ -9,7 +9,9 @@
   make_moto_venv.sh when PyPI or its wheelhouse has the pins, else the torch2 venv or PATH), with bucket "hdl" holding every file of --root (uploaded with the curl CLI, signed
   with --aws-sigv4);
 - one tests/media/fault_proxy.py in front of each.
-Writes STATE/servers.txt, lines "name=value" (pid: this process; nginx, moto, proxy_nginx, proxy_moto: ports;
+Writes STATE/servers.txt, lines "name=value" (pid: this process; nginx, moto, proxy_nginx, proxy_moto,
+nginx_tls (HTTPS, self-signed for 127.0.0.1, its certificate nginx_ca; nginx also redirects
+/redirect/<path> to /<path> and /loop to itself): ports;
 skip_nginx, skip_moto: why a server is missing), then "ready". Stops everything on SIGTERM,
 when the process --parent names is gone, or after --lifetime seconds.
 """
@@ -26,6 +28,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 procs = []
+extra = []  # more "name=value" lines for servers.txt (nginx_tls, nginx_ca)
 
 
 def free_port():
@@ -61,6 +64,18 @@ def start_nginx(root, state, log):
     d = os.path.abspath(os.path.join(state, "nginx"))
     os.makedirs(d, exist_ok=True)
     user = "user root;\n" if os.geteuid() == 0 else ""
+    # HTTPS with a self-signed certificate for 127.0.0.1 (tests pass it as the CA bundle), when
+    # openssl is there; and redirects: /redirect/<path> -> /<path> (302), /loop -> /loop.
+    tls, tls_port = "", None
+    if shutil.which("openssl"):
+        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+        made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                               "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                               "-keyout", key, "-out", cert], stdout=log, stderr=log)
+        if made.returncode == 0:
+            tls_port = free_port()
+            tls = (f"  server {{ listen 127.0.0.1:{tls_port} ssl; ssl_certificate {cert}; ssl_certificate_key {key};\n"
+                   f"           root {os.path.abspath(root)}; location / {{ }} }}\n")
     with open(os.path.join(d, "nginx.conf"), "w") as f:
         f.write(f"""{user}daemon off;
 worker_processes 2;
@@ -73,12 +88,17 @@ http {{
   uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
   keepalive_requests 1000000; keepalive_timeout 120s; sendfile on;
   types {{ application/x-tar tar; }}
-  server {{ listen 127.0.0.1:{port}; root {os.path.abspath(root)}; location / {{ }} }}
-}}
+  server {{ listen 127.0.0.1:{port}; root {os.path.abspath(root)}; location / {{ }}
+           location /redirect/ {{ rewrite ^/redirect/(.*)$ /$1 redirect; }}
+           location = /loop {{ return 302 /loop; }} }}
+{tls}}}
 """)
     p = start([nginx, "-p", d, "-c", os.path.join(d, "nginx.conf"), "-e", os.path.join(d, "error.log")], log)
     if not wait_port(port, p):
         return None, f"nginx did not start (see {d}/error.log)"
+    if tls_port:
+        extra.append(f"nginx_tls={tls_port}")
+        extra.append(f"nginx_ca={os.path.join(d, 'cert.pem')}")
     return port, None
 
 
@@ -146,7 +166,7 @@ def main():
             if wait_port(pp, proxy):
                 out.append(f"proxy_{name}={pp}")
         with open(os.path.join(a.state, "servers.tmp"), "w") as f:
-            f.write("\n".join(out + ["ready"]) + "\n")
+            f.write("\n".join(out + extra + ["ready"]) + "\n")
         os.replace(os.path.join(a.state, "servers.tmp"), os.path.join(a.state, "servers.txt"))
         end = time.time() + a.lifetime
         while not stop and time.time() < end:

@@ -173,6 +173,103 @@ TEST_F(ObjectStoreTest, HttpFromNginxIsTheLocalDisk) {
   EXPECT_NE(missing_file.status().message().find("HTTP 404"), std::string::npos) << missing_file.status().message();
 }
 
+TEST_F(ObjectStoreTest, FileListOfUrlsIsReadThroughTheRemoteFileSystem) {
+  start("nginx", 0.0);
+  if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
+  // A file list's URL lines are taken whole (not joined to the list's folder); file_reader
+  // shows the file system's counters in pipe.stats().
+  std::string list;
+  for (int k = 0; k < kShards; ++k) list += url("nginx", "shard-00" + std::to_string(k) + ".tar") + " " + std::to_string(k) + "\n";
+  dir_->write("urls.txt", list);
+  PipelineSpec spec;
+  auto r = spec.add("file_reader", {}, {{"file_list", dir_->path("urls.txt").string()}}, {}, "reader");
+  spec.set_outputs({r[0], r[1]});
+  PipelineOptions o;
+  o.batch_size = 1, o.num_threads = 2, o.file_system = url_file_system(RemoteOptions());
+  Pipeline pipe(spec, o);
+  std::map<int64_t, std::string> got;
+  for (const auto& b : pipe.epoch_batches()) {
+    const Tensor t = b.outputs[0].sample(0);
+    got[*b.outputs[1].sample(0).typed<int64_t>()] = std::string(static_cast<const char*>(t.data()), size_t(t.num_elements()));
+  }
+  ASSERT_EQ(got.size(), size_t(kShards));
+  for (int k = 0; k < kShards; ++k)
+    EXPECT_TRUE(got[k] == dir_->read("root/shard-00" + std::to_string(k) + ".tar")) << "file " << k << " differs";
+  std::map<std::string, int64_t> counters;
+  const PipelineStats stats = pipe.stats();
+  for (const auto& [name, value] : stats.operators[0].counters) counters[name] = value;
+  EXPECT_GE(counters["remote_requests"], 2 * kShards) << "a HEAD and a GET per file";
+  EXPECT_GE(counters["remote_bytes"], int64_t(list.size()));
+  EXPECT_EQ(counters["remote_retries"], 0);
+}
+
+TEST_F(ObjectStoreTest, RedirectsAreFollowedBoundedAndHttpsIsVerified) {
+  start("nginx", 0.0);
+  if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
+  const std::string bytes = dir_->read("root/shard-001.tar");
+  // nginx answers /redirect/<path> with a 302 to /<path>: followed, for the HEAD and the reads.
+  auto fs = http_file_system(RemoteOptions());
+  auto f = fs->open(url("nginx", "redirect/shard-001.tar"));
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  ASSERT_EQ((*f)->size(), int64_t(bytes.size()));
+  std::string got(4000, '\0');
+  ASSERT_TRUE(read_exactly(**f, 511, 4000, got.data()).is_ok());
+  EXPECT_EQ(got, bytes.substr(511, 4000));
+  // /loop redirects to itself: bounded (5 redirects), an error naming the URL, not retried.
+  auto loop = fs->open(url("nginx", "loop"));
+  ASSERT_FALSE(loop.is_ok());
+  EXPECT_NE(loop.status().message().find(url("nginx", "loop")), std::string::npos) << loop.status().message();
+  EXPECT_NE(loop.status().message().find("redirect"), std::string::npos) << loop.status().message();
+
+  if (!info_.count("nginx_tls")) {
+    std::printf("SKIPPED the HTTPS half: no openssl, or nginx without TLS\n");
+    return;
+  }
+  // HTTPS with the self-signed certificate as the CA bundle: verified, the shard's bytes.
+  const std::string https = "https://127.0.0.1:" + info_["nginx_tls"] + "/shard-001.tar";
+  RemoteOptions with_ca;
+  with_ca.ca_bundle = info_["nginx_ca"];
+  auto tls = http_file_system(with_ca)->open(https);
+  ASSERT_TRUE(tls.is_ok()) << tls.status().message();
+  std::string all(bytes.size(), '\0');
+  ASSERT_TRUE(read_exactly(**tls, 0, int64_t(all.size()), all.data()).is_ok());
+  EXPECT_TRUE(all == bytes);
+  // Another CA (a second self-signed certificate), or the system's: verification fails at
+  // once, naming the URL and the certificate problem.
+  ASSERT_TRUE(dir_->sh("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=other -keyout other.key "
+                       "-out other.pem >/dev/null 2>&1"));
+  RemoteOptions wrong;
+  wrong.ca_bundle = dir_->path("other.pem").string();
+  for (const RemoteOptions& o : {wrong, RemoteOptions()}) {
+    auto bad = http_file_system(o)->open(https);
+    ASSERT_FALSE(bad.is_ok());
+    const std::string m = bad.status().message();
+    EXPECT_NE(m.find(https), std::string::npos) << m;
+    EXPECT_NE(m.find("certificate"), std::string::npos) << m;
+    EXPECT_EQ(m.find("gave up after"), std::string::npos) << "a verification failure is not retried: " << m;
+  }
+}
+
+TEST_F(ObjectStoreTest, S3RequestsAreSignedAndCarryTheSessionToken) {
+  start("nginx", 0.0);
+  if (std::string why = missing("proxy_nginx"); !why.empty()) GTEST_SKIP() << why;
+  // The proxy answers "__headers__" paths with the headers it got (any S3 endpoint would do).
+  S3Config c = moto_config(url("proxy_nginx"));
+  c.session_token = "TOKEN-for-the-test";
+  auto fs = s3_file_system(c, RemoteOptions());
+  auto f = fs->open("s3://hdl/__headers__/x");
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  std::string seen(size_t((*f)->size()), '\0');
+  ASSERT_TRUE(read_exactly(**f, 0, (*f)->size(), seen.data()).is_ok());
+  EXPECT_NE(seen.find("x-amz-security-token: TOKEN-for-the-test"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("Authorization: AWS4-HMAC-SHA256 Credential=AKIDTESTING/"), std::string::npos) << seen;
+  const size_t signed_at = seen.find("SignedHeaders=");
+  ASSERT_NE(signed_at, std::string::npos) << seen;
+  const std::string signed_headers = seen.substr(signed_at, seen.find(',', signed_at) - signed_at);
+  EXPECT_NE(signed_headers.find("x-amz-security-token"), std::string::npos) << "the token is not signed: " << signed_headers;
+  EXPECT_EQ(seen.find(kSecret), std::string::npos) << "the secret went over the wire";
+}
+
 TEST_F(ObjectStoreTest, S3FromMotoIsTheLocalDisk) {
   start("moto", 0.0);
   if (std::string why = missing("moto"); !why.empty()) GTEST_SKIP() << why;
@@ -222,6 +319,28 @@ TEST_F(ObjectStoreTest, UnderFaultsEverySampleComesOnceAndRetriesAreCounted) {
     EXPECT_LE(counters["remote_requests"], s.requests);
     EXPECT_EQ(s.failures, 0);
     std::printf("nginx behind the fault proxy: %lld requests, %lld retries\n", (long long)s.requests, (long long)s.retries);
+    // The default options: the proxy's 3 s stalls are cut short by the adaptive deadline
+    // (about 100 ms here, where a request takes about 1 ms) once the client has seen 8
+    // attempts, and retried; still every sample once.
+    const auto stalls_logged = [&] {
+      std::ifstream log(dir_->path("state/faults_nginx.log"));
+      int64_t n = 0;
+      for (std::string line; std::getline(log, line);) n += line.rfind("stall ", 0) == 0;
+      return n;
+    };
+    const int64_t stalls_before = stalls_logged();
+    RemoteOptions defaults;
+    defaults.jitter_seed = 3;
+    auto dfs = http_file_system(defaults);
+    const auto t0 = std::chrono::steady_clock::now();
+    expect_each_once(read_all(url("proxy_nginx") + kSpec, dfs), local);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const RemoteStats d = dfs->stats();
+    const int64_t stalls = stalls_logged() - stalls_before;
+    EXPECT_EQ(d.failures, 0);
+    if (stalls >= 3) EXPECT_GT(d.stalls, 0) << stalls << " stalls injected, none cut short";
+    std::printf("default options behind the fault proxy: %lld requests, %lld retries, %lld of %lld stalls cut short, "
+                "%.1f s\n", (long long)d.requests, (long long)d.retries, (long long)d.stalls, (long long)stalls, secs);
   } else {
     std::printf("SKIPPED the HTTP half: %s\n", no_nginx.c_str());
   }

@@ -1,0 +1,303 @@
+"""Shards in object stores, side by side in one run (issue 24's targets; not a test).
+
+    /usr/bin/python3 samples/benchmark/object_store_bench.py faults --root DIR [--rounds 3]
+    build/venv-torch2/bin/python samples/benchmark/object_store_bench.py moto --root DIR
+    /usr/bin/python3 samples/benchmark/object_store_bench.py curl-cpu --root DIR
+
+DIR holds plain WebDataset tar shards "shard-NNN.tar" (.jpg + .cls). The servers are
+tests/media/object_store_servers.py's (Debian's nginx, moto's S3 server, the fault proxy), on
+127.0.0.1.
+
+faults    hdl-bench resnet-train over nginx behind the fault proxy at 0% and at --fail-rate
+          (default 1%) of requests failing, rounds alternating, default RemoteOptions; prints
+          images/s, the retries and stalls, samples lost (failures, images short of the
+          dataset), and the median ratio (target >= 0.8x).
+moto      resnet-train from moto's S3: hdl-bench resnet-train s3://hdl/shard-{...}.tar (threads = cores)
+          against webdataset.WebDataset("pipe:curl -s --aws-sigv4 ... URL") + torch's DataLoader
+          (num_workers = cores), the same torchvision transforms, the same server; prints
+          images/s, the ratio (target >= 3x) and moto's own CPU seconds per run.
+curl-cpu  CPU seconds per MB fetching the same objects from nginx: whole shards and ranged
+          reads of every sample's JPEG, through our client (samples/benchmark/fetch_bench:
+          url_file_system(), one HEAD per object, reads into a reused buffer) and through one
+          curl CLI process per set (-K: every URL and range, connections reused), writing to
+          /dev/null (the bytes discarded unseen) and to a file on /dev/shm (the bytes land in
+          memory, as ours do); CPU = the process's user + system time (wait4); prints the
+          ratios (target <= 1).
+"""
+
+import argparse
+import glob
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+
+
+class Servers:
+    """object_store_servers.py, started for one benchmark; ports from its servers.txt."""
+
+    def __init__(self, root, want, fail_rate=0.0, seed=7, stall_s=3.0):
+        self.state = tempfile.mkdtemp(prefix="hdl_osb_")
+        self.proc = subprocess.Popen(
+            [sys.executable if "venv" not in sys.executable else "/usr/bin/python3",
+             os.path.join(SRC, "tests/media/object_store_servers.py"), "--root", root, "--state", self.state,
+             "--want", want, "--fail-rate", str(fail_rate), "--seed", str(seed), "--stall-s", str(stall_s),
+             "--parent", str(os.getpid()), "--lifetime", "3600"])
+        path = os.path.join(self.state, "servers.txt")
+        for _ in range(1200):
+            if os.path.exists(path):
+                break
+            time.sleep(0.1)
+        self.info = dict(line.split("=", 1) for line in open(path).read().split() if "=" in line)
+        for name in want.split(","):
+            if name not in self.info:
+                raise SystemExit(f"{name}: {self.info.get('skip_' + name, 'did not start')}")
+
+    def url(self, name):
+        return f"http://127.0.0.1:{self.info[name]}"
+
+    def faults(self, name):
+        p = os.path.join(self.state, f"faults_{name}.log")
+        return open(p).read().split("\n")[:-1] if os.path.exists(p) else []
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(10)
+
+
+def shards(root):
+    names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(root, "shard-*.tar")))
+    if not names:
+        raise SystemExit(f"no shard-NNN.tar in {root}")
+    return names
+
+
+def spec(names):
+    return "shard-{%s..%s}.tar" % (names[0][6:9], names[-1][6:9])
+
+
+def hdl_bench(build, data, args, env=None):
+    out = subprocess.run([os.path.join(build, "bin/hdl-bench"), "resnet-train", data, "--json", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, check=True).stdout
+    return json.loads(out)
+
+
+def counters(report):
+    c = {}
+    for op in report["operators"]:
+        c.update(op["counters"])
+    return c
+
+
+def run_faults(a):
+    names = shards(a.root)
+    bad = f"{a.fail_rate:.0%}"
+    clean = Servers(a.root, "nginx", 0.0, a.seed, a.stall_s)
+    faulty = Servers(a.root, "nginx", a.fail_rate, a.seed, a.stall_s)
+    args = ["--threads", str(a.threads), "--batch-size", "64", "--epochs", str(a.epochs)]
+    arms = [("0%", clean, {}), (bad, faulty, {})]
+    if a.no_adaptive:  # what the adaptive deadline buys: every attempt gets request_timeout_ms
+        arms.append((bad + " no adaptive deadline", faulty, {"HDL_HTTP_ADAPTIVE_TIMEOUT": "0"}))
+    ratios = {label: [] for label, _, _ in arms[1:]}
+    try:
+        for r in range(a.rounds):
+            got = {}
+            for label, srv, env in (arms if r % 2 == 0 else arms[::-1]):  # alternating order
+                before = len(srv.faults("nginx"))
+                rep = hdl_bench(a.build, srv.url("proxy_nginx") + "/" + spec(names), args, env=dict(os.environ, **env))
+                c = counters(rep)
+                lost = rep["failures"] + rep["dataset_images"] * a.epochs - rep["images"]
+                got[label] = rep["images_per_s"]
+                faults = srv.faults("nginx")[before:]
+                kinds = {k: sum(1 for f in faults if f.startswith(k + " ")) for k in ("500", "503", "cut", "drop", "stall")}
+                print(f"round {r} {label:>3}: {rep['images_per_s']:7.1f} images/s, {c.get('remote_requests', 0)} requests, "
+                      f"{c.get('remote_retries', 0)} retries, {c.get('remote_stalls', 0)} stalls cut short, "
+                      f"{len(faults)} faults {kinds}, samples lost {lost}", flush=True)
+            for label in ratios:
+                ratios[label].append(got[label] / got["0%"])
+    finally:
+        clean.stop()
+        faulty.stop()
+    for label, rs in ratios.items():
+        print(f"ratio {label} / 0% faults (median of {len(rs)} rounds): {statistics.median(rs):.2f}x "
+              f"(each: {', '.join(f'{x:.2f}' for x in rs)}; target >= 0.8x)")
+
+
+def pids_named(parent, word):
+    """The processes below `parent` whose command line holds `word`."""
+    out, todo = [], [parent]
+    while todo:
+        p = todo.pop()
+        for t in glob.glob(f"/proc/{p}/task/*/children"):
+            for c in open(t).read().split():
+                todo.append(int(c))
+                try:
+                    if word in open(f"/proc/{c}/cmdline").read():
+                        out.append(int(c))
+                except OSError:
+                    pass
+    return out
+
+
+def cpu_seconds(pid):
+    """user + system CPU seconds of a live process (/proc/PID/stat)."""
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def epochs(name, make, n):
+    """images/s of each of n epochs of the loader make() returns."""
+    loader, rates = make(), []
+    for e in range(n):
+        t, k = time.perf_counter(), 0
+        for x, _ in loader:
+            k += x.shape[0]
+        rates.append(k / (time.perf_counter() - t))
+        print(f"  {name:6s} epoch {e}: {rates[-1]:7.1f} images/s ({k} images)", flush=True)
+    return rates
+
+
+def run_moto(a):
+    import torch
+    import torchvision.transforms as T
+    import webdataset as wds
+
+    mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+    train = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(mean, std)])
+    names = shards(a.root)
+    srv = Servers(a.root, "moto")
+    moto = pids_named(srv.proc.pid, "moto_server")[0]
+    base = srv.url("moto")
+    os.environ.update(AWS_ENDPOINT_URL=base, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+                      AWS_REGION="us-east-1")
+
+    def ours():  # hdl-bench resnet-train: the same transforms, natively
+        rep = hdl_bench(a.build, "s3://hdl/" + spec(names), ["--threads", str(a.workers), "--batch-size", "64",
+                                                              "--epochs", str(a.epochs)], env=dict(os.environ))
+        print(f"  ours   {rep['images_per_s']:7.1f} images/s over {a.epochs} epochs after the warm-up "
+              f"({rep['images']} images; first batch {rep['time_to_first_batch_s']:.1f} s)", flush=True)
+        return rep["images_per_s"]
+
+    def theirs():  # webdataset's pipe: with the curl CLI, signing the GET as our client does
+        urls = [f"pipe:curl -s -f --aws-sigv4 aws:amz:us-east-1:s3 --user testing:testing {base}/hdl/{n}" for n in names]
+        ds = (wds.WebDataset(urls, shardshuffle=100, seed=0).shuffle(1000).decode("pil")
+              .to_tuple("jpg", "cls").map_tuple(train, None))
+        return torch.utils.data.DataLoader(ds, batch_size=64, num_workers=a.workers)
+
+    ratios = []
+    try:
+        for r in range(a.rounds):
+            got = {}
+            for name, make in (("ours", ours), ("wds", lambda: max(epochs("wds", theirs, a.epochs)[1:]))):
+                c0, t0 = cpu_seconds(moto), time.perf_counter()
+                got[name] = make()
+                moto_cpu, wall = cpu_seconds(moto) - c0, time.perf_counter() - t0
+                print(f"round {r} {name}: {got[name]:.1f} images/s; moto used {moto_cpu:.1f} CPU s in {wall:.1f} s "
+                      f"({moto_cpu / wall:.2f} cores)", flush=True)
+            ratios.append(got["ours"] / got["wds"])
+    finally:
+        srv.stop()
+    print(f"ours / webdataset + DataLoader ({a.workers} workers), moto's S3 (median of {len(ratios)} rounds): "
+          f"{statistics.median(ratios):.2f}x (each: {', '.join(f'{x:.2f}' for x in ratios)}; target >= 3x)")
+
+
+def timed(cmd):
+    """(CPU seconds of the process and its children, wall seconds, stdout) of one command."""
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = p.stdout.read()
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise SystemExit(f"{cmd[0]} failed ({p.returncode}): {err[-500:]}")
+    return ru.ru_utime + ru.ru_stime, time.perf_counter() - t, out
+
+
+def run_curl_cpu(a):
+    import tarfile
+    names = shards(a.root)
+    srv = Servers(a.root, "nginx")
+    base = srv.url("nginx")
+    work = tempfile.mkdtemp(prefix="hdl_osb_curl_")
+    sets = {"whole shards": [(f"{base}/{n}", None) for n in names], "ranges (each JPEG)": []}
+    for n in names:
+        with tarfile.open(os.path.join(a.root, n)) as t:
+            sets["ranges (each JPEG)"] += [(f"{base}/{n}", (m.offset_data, m.size)) for m in t if m.name.endswith(".jpg")]
+    results = {}
+    empty = os.path.join(work, "empty.txt")
+    open(empty, "w").close()
+    # Process start-up (loading libhdl and its dependencies; curl's --version), to show the
+    # ratios net of it too.
+    start_ours = statistics.median(timed([os.path.join(a.build, "samples/benchmark/fetch_bench"), empty])[0] for _ in range(5))
+    start_curl = statistics.median(timed(["curl", "--version"])[0] for _ in range(5))
+    print(f"process start-up, CPU ms: ours {start_ours * 1e3:.1f}, curl {start_curl * 1e3:.1f}")
+    try:
+        for label, reads in sets.items():
+            mb = sum(os.path.getsize(os.path.join(a.root, u.rsplit("/", 1)[1])) if r is None else r[1]
+                     for u, r in reads) / 1e6
+            ours_list, curl_cfg = os.path.join(work, "ours.txt"), os.path.join(work, "curl.cfg")
+            with open(ours_list, "w") as f:
+                f.writelines(f"{u}\n" if r is None else f"{u} {r[0]} {r[1]}\n" for u, r in reads)
+            shm = os.path.join("/dev/shm", f"hdl_osb_{os.getpid()}")  # tmpfs: the bytes land in memory, as ours do
+            for cfg, out in ((curl_cfg, "/dev/null"), (curl_cfg + ".shm", shm)):
+                with open(cfg, "w") as f:
+                    f.write("\nnext\n".join(f'url = "{u}"\noutput = "{out}"' + ("" if r is None else f'\nrange = "{r[0]}-{r[0] + r[1] - 1}"')
+                                             for u, r in reads) + "\n")
+            per = {"ours": [], "curl": [], "curl_shm": []}
+            for _ in range(a.rounds):
+                cpu, wall, out = timed([os.path.join(a.build, "samples/benchmark/fetch_bench"), ours_list])
+                got = int(out.split("bytes=")[1].split()[0])
+                if abs(got / 1e6 - mb) > 1e-6:
+                    raise SystemExit(f"fetch_bench read {got} bytes, not {mb * 1e6:.0f}")
+                per["ours"].append(cpu / mb)
+                cpu, wall, _ = timed(["curl", "-s", "-f", "-g", "-K", curl_cfg])
+                per["curl"].append(cpu / mb)
+                cpu, wall, _ = timed(["curl", "-s", "-f", "-g", "-K", curl_cfg + ".shm"])
+                per["curl_shm"].append(cpu / mb)
+                os.unlink(shm)
+            ours, curl, shm_cpu = (statistics.median(per[k]) for k in ("ours", "curl", "curl_shm"))
+            results[label] = (len(reads), mb, ours, curl, shm_cpu)
+            print(f"{label}: {len(reads)} GETs, {mb:.1f} MB; CPU ms per MB (medians of {a.rounds}): ours {ours * 1e3:.3f}, "
+                  f"curl CLI -o /dev/null {curl * 1e3:.3f}, curl CLI -o a tmpfs file {shm_cpu * 1e3:.3f}; ours / curl "
+                  f"{ours / curl:.2f}x and {ours / shm_cpu:.2f}x (target <= 1); net of start-up: "
+                  f"{(ours - start_ours / mb) / (curl - start_curl / mb):.2f}x and "
+                  f"{(ours - start_ours / mb) / (shm_cpu - start_curl / mb):.2f}x", flush=True)
+    finally:
+        srv.stop()
+    return results
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    f = sub.add_parser("faults")
+    f.add_argument("--fail-rate", type=float, default=0.01)
+    f.add_argument("--stall-s", type=float, default=3.0)
+    f.add_argument("--seed", type=int, default=7)
+    f.add_argument("--rounds", type=int, default=3)
+    f.add_argument("--epochs", type=int, default=1)
+    f.add_argument("--threads", type=int, default=os.cpu_count())
+    f.add_argument("--no-adaptive", action="store_true", help="also run the faulty arm with HDL_HTTP_ADAPTIVE_TIMEOUT=0")
+    m = sub.add_parser("moto")
+    m.add_argument("--rounds", type=int, default=2)
+    m.add_argument("--epochs", type=int, default=2)
+    m.add_argument("--workers", type=int, default=os.cpu_count())
+    c = sub.add_parser("curl-cpu")
+    c.add_argument("--rounds", type=int, default=5)
+    for s in sub.choices.values():
+        s.add_argument("--root", required=True)
+        s.add_argument("--build", default=os.path.join(SRC, "build"))
+    a = p.parse_args()
+    {"faults": run_faults, "moto": run_moto, "curl-cpu": run_curl_cpu}[a.what](a)
+
+
+if __name__ == "__main__":
+    main()
