@@ -269,13 +269,17 @@ Result<ShardIndex> load_or_build_index(FileSystem& fs, const std::string& shard_
   auto opened = fs.open(shard_path);
   if (!opened.is_ok()) return opened.status().with_context("tar shard \"" + shard_path + "\"");
   const RandomAccessFile& shard = **opened;
+  // An object's modification time is when it was uploaded, not the file's that the stamp
+  // recorded: a sidecar published next to a URL shard is checked by the shard's size (and,
+  // as every index, by parsing: extents within that size, names that match their fields).
+  const bool remote = is_remote_url(shard_path);
   const bool read_cache = options.policy == IndexCachePolicy::kReadWrite ||
                           options.policy == IndexCachePolicy::kReadOnly;
   // A sidecar cannot be written next to a URL: one published there is read, else the index is
   // built in memory.
   const bool write_cache = (options.policy == IndexCachePolicy::kReadWrite ||
                             options.policy == IndexCachePolicy::kRebuild) &&
-                           !(options.index_path.empty() && is_remote_url(shard_path));
+                           !(options.index_path.empty() && remote);
   if (read_cache) {
     auto idx = fs.open(index_path);
     if (idx.is_ok()) {
@@ -295,7 +299,7 @@ Result<ShardIndex> load_or_build_index(FileSystem& fs, const std::string& shard_
           } else if (!parsed->stamped) {
             why = "has no size/mtime stamp (made by another tool?)";
           } else if (parsed->shard_size != shard.size() ||
-                     parsed->shard_modified_ns != shard.modified_ns()) {
+                     (parsed->shard_modified_ns != shard.modified_ns() && !remote)) {
             why = "is stale (it describes a shard of " + std::to_string(parsed->shard_size) +
                   " bytes modified at " + std::to_string(parsed->shard_modified_ns) +
                   " ns; the shard has " + std::to_string(shard.size()) + " bytes, modified at " +

@@ -17,8 +17,9 @@
 // kUnsupported. An empty shard is "v1.2 0 ..." (DALI refuses those; its tool never writes one).
 //
 // The sidecar sits next to the shard as "<shard>.idx" unless IndexOptions says otherwise. For a
-// URL shard (s3://, http(s)://) a sidecar published next to it is read, but none is written
-// there: without IndexOptions::index_path the index is then built in memory.
+// URL shard (s3://, http(s)://) a sidecar published next to it is read (checked by the shard's
+// size: an object's modification time is its upload's), but none is written there: without
+// IndexOptions::index_path the index is then built in memory.
 // It is written through POSIX (a temporary file, flushed, renamed over it), not through the
 // FileSystem seam, which has no writes; it is read through the seam.
 //

@@ -86,7 +86,7 @@ bool EpochStream::open_segment() {
   }
   file_ = std::move(*f);
   samples_ = std::make_unique<SampleStream>(
-      open_member_stream(file_byte_source(*file_), path, shard_compression(path), config_.limits), path,
+      open_member_stream(file_byte_source(*file_, 0, stream_read_ahead(path)), path, shard_compression(path), config_.limits), path,
       config_.sample_options);
   return true;
 }

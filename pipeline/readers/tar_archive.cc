@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "media/file_system.h"
+#include "media/remote_file_system.h"
 #include "pipeline/readers/shard_sample.h"
 
 namespace hdl {
@@ -173,8 +174,61 @@ Result<int64_t> ByteSource::skip(int64_t n) {
   return done;
 }
 
-std::unique_ptr<ByteSource> file_byte_source(const RandomAccessFile& file, int64_t offset) {
+// FileByteSource with a buffer of whole blocks in front of it.
+class ReadAheadByteSource : public ByteSource {
+ public:
+  ReadAheadByteSource(const RandomAccessFile& f, int64_t offset, int64_t block)
+      : file_(f, offset), block_(block) {}
+  Result<int64_t> read(void* dst, int64_t n) override {
+    int64_t got = take(dst, n);
+    if (got == n) return got;
+    if (n - got >= block_) {  // a large read: no copy through the buffer
+      HDL_ASSIGN_OR_RETURN(int64_t direct, file_.read(static_cast<uint8_t*>(dst) + got, n - got));
+      return got + direct;
+    }
+    HDL_RETURN_IF_ERROR(refill());
+    return got + take(static_cast<uint8_t*>(dst) + got, n - got);
+  }
+  Result<int64_t> skip(int64_t n) override {
+    const int64_t buffered = std::min(n, int64_t(buffer_.size() - at_));
+    at_ += size_t(buffered);
+    if (buffered == n) return n;
+    HDL_ASSIGN_OR_RETURN(int64_t skipped, file_.skip(n - buffered));
+    return buffered + skipped;
+  }
+
+ private:
+  int64_t take(void* dst, int64_t n) {
+    const int64_t k = std::min(n, int64_t(buffer_.size() - at_));
+    if (k > 0) std::memcpy(dst, buffer_.data() + at_, size_t(k));
+    at_ += size_t(k);
+    return k;
+  }
+  Status refill() {
+    buffer_.resize(size_t(block_));
+    at_ = 0;
+    Result<int64_t> got = file_.read(buffer_.data(), block_);
+    if (!got.is_ok()) {
+      buffer_.clear();
+      return got.status();
+    }
+    buffer_.resize(size_t(*got));
+    return Status::ok();
+  }
+
+  FileByteSource file_;
+  int64_t block_;
+  std::vector<uint8_t> buffer_;
+  size_t at_ = 0;
+};
+
+std::unique_ptr<ByteSource> file_byte_source(const RandomAccessFile& file, int64_t offset, int64_t read_ahead) {
+  if (read_ahead > 0) return std::make_unique<ReadAheadByteSource>(file, offset, read_ahead);
   return std::make_unique<FileByteSource>(file, offset);
+}
+
+int64_t stream_read_ahead(std::string_view shard_path) {
+  return is_remote_url(shard_path) ? int64_t{8} << 20 : 0;
 }
 
 std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes) {

@@ -71,7 +71,16 @@ class ByteSource {
 
 /// A ByteSource over `file` from `offset` (non-owning: `file` must outlive it). skip() moves
 /// without reading, bounded by file.size(), so parsing a shard reads only its header blocks.
-std::unique_ptr<ByteSource> file_byte_source(const RandomAccessFile& file, int64_t offset = 0);
+/// `read_ahead` > 0: reads go to the file in blocks of at least that many bytes, kept in a
+/// buffer that later reads and skips consume (a read as large as a block goes straight to the
+/// caller's memory): the whole-shard read-ahead a remote shard read front to back needs, one
+/// range GET per block instead of one per member (a skip past the buffer still reads nothing).
+std::unique_ptr<ByteSource> file_byte_source(const RandomAccessFile& file, int64_t offset = 0,
+                                             int64_t read_ahead = 0);
+
+/// The read-ahead file_byte_source uses for a shard read front to back: 8 MiB for a URL (a
+/// remote store's cost is per request), 0 for a local path (the kernel reads ahead).
+int64_t stream_read_ahead(std::string_view shard_path);
 
 /// A ByteSource over memory (non-owning): tests and the fuzz targets.
 std::unique_ptr<ByteSource> memory_byte_source(std::string_view bytes);

@@ -204,7 +204,9 @@ class StreamingShardReader final : public SourceOperator {
     if (!file.is_ok()) return 1;
     SampleStreamOptions options = config_.sample_options;
     options.read_data = false;
-    SampleStream samples(open_member_stream(file_byte_source(**file), shard, shard_compression(shard)), shard, options);
+    SampleStream samples(open_member_stream(file_byte_source(**file, 0, stream_read_ahead(shard)), shard,
+                                             shard_compression(shard)),
+                          shard, options);
     int64_t k = 0;
     StreamedSample s;
     for (;;) {

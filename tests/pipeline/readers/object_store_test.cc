@@ -85,10 +85,10 @@ class ObjectStoreTest : public ::testing::Test {
   std::map<std::string, std::string> info_;
 };
 
-PipelineSpec reader_spec(const std::string& urls) {
+PipelineSpec reader_spec(const std::string& urls, const std::string& index = "none", const std::string& mode = "auto") {
   PipelineSpec spec;
-  auto r = spec.add("webdataset_reader", {}, {{"urls", std::vector<std::string>{urls}}, {"index", std::string("none")}}, {},
-                    "reader");
+  auto r = spec.add("webdataset_reader", {},
+                    {{"urls", std::vector<std::string>{urls}}, {"index", index}, {"mode", mode}}, {}, "reader");
   spec.set_outputs({r[0], r[1]});
   return spec;
 }
@@ -96,10 +96,11 @@ PipelineSpec reader_spec(const std::string& urls) {
 // Every (label, bytes) an epoch delivers, in delivery order; the reader's counters in pipe.stats()
 // into *counters when given.
 std::vector<std::pair<int64_t, std::string>> read_all(const std::string& urls, std::shared_ptr<FileSystem> fs,
-                                                      std::map<std::string, int64_t>* counters = nullptr) {
+                                                      std::map<std::string, int64_t>* counters = nullptr,
+                                                      const PipelineSpec* spec = nullptr) {
   PipelineOptions o;
   o.batch_size = 5, o.num_threads = 2, o.file_system = std::move(fs);
-  Pipeline pipe(reader_spec(urls), o);
+  Pipeline pipe(spec ? *spec : reader_spec(urls), o);
   std::vector<std::pair<int64_t, std::string>> out;
   for (const auto& b : pipe.epoch_batches())
     for (int64_t i = 0; i < b.outputs[0].size(); ++i) {
@@ -171,6 +172,43 @@ TEST_F(ObjectStoreTest, HttpFromNginxIsTheLocalDisk) {
   EXPECT_EQ(missing_file.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing_file.status().message().find(url("nginx", "nope.tar")), std::string::npos) << missing_file.status().message();
   EXPECT_NE(missing_file.status().message().find("HTTP 404"), std::string::npos) << missing_file.status().message();
+}
+
+// What makes an object store cheap to read (moto answers every range GET by reading the whole
+// object): a published index sidecar (no range GET per tar header; its stamp's modification
+// time is the file's, not the upload's, so the shard's size is what is checked) and, in
+// streaming mode, whole-shard read-ahead (a range GET per 8 MiB, not one per member).
+TEST_F(ObjectStoreTest, PublishedSidecarsAndStreamingReadAheadSpareRequests) {
+  start("nginx", 0.0);
+  if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
+  // Sidecars next to the local shards (served by nginx beside them), stamped with a
+  // modification time that has a fraction of a second, which HTTP's Last-Modified cannot carry.
+  ASSERT_TRUE(dir_->sh("touch -d '2024-05-01 12:00:00.25' root/shard-*.tar"));
+  const PipelineSpec write_index = reader_spec(root() + "/" + kSpec, "read_write");
+  const auto local = read_all(root() + "/" + kSpec, nullptr, nullptr, &write_index);
+  ASSERT_TRUE(std::filesystem::exists(dir_->path("root/shard-000.tar.idx")));
+  const auto requests = [&](const std::string& index, const std::string& mode,
+                            std::vector<std::pair<int64_t, std::string>>* got) {
+    auto fs = url_file_system(RemoteOptions());
+    const PipelineSpec spec = reader_spec(url("nginx") + kSpec, index, mode);
+    *got = read_all(url("nginx") + kSpec, fs, nullptr, &spec);
+    return fs->stats().requests;
+  };
+  std::vector<std::pair<int64_t, std::string>> built, published, streamed;
+  const int64_t built_requests = requests("none", "indexed", &built);
+  const int64_t published_requests = requests("read_only", "indexed", &published);
+  const int64_t streamed_requests = requests("read_only", "streaming", &streamed);
+  EXPECT_EQ(built, local);
+  EXPECT_EQ(published, local) << "the published sidecars describe the served shards";
+  expect_each_once(streamed, local);
+  // Per sample one range GET (data and label together); per shard at most 8 more: the sidecar's
+  // HEAD and GET, and the shard's HEADs (prepare(), and each reading thread's first open).
+  EXPECT_LE(published_requests, kShards * kPerShard + 8 * kShards) << built_requests << " " << streamed_requests;
+  // Building the index reads the header blocks (16 KiB at a time: about one GET per sample).
+  EXPECT_GE(built_requests, published_requests + kShards * kPerShard / 2);
+  // Streaming: per shard the sidecar (HEADs and a GET, to count the samples in prepare()), then a
+  // HEAD and one range GET of 8 MiB (each shard is smaller) for the epoch.
+  EXPECT_LE(streamed_requests, 6 * kShards) << "streaming reads a remote shard in 8 MiB blocks";
 }
 
 TEST_F(ObjectStoreTest, FileListOfUrlsIsReadThroughTheRemoteFileSystem) {
