@@ -61,10 +61,13 @@ struct HuffDecoder {
   uint8_t vals[256];
   // AC tables, for skipping coefficients: the run of whole symbols (codes and their extra
   // bits) that the next kMultiBits bits hold, as total bits | coefficients advanced << 5 |
-  // ends with an end of block << 13; 0: the first symbol does not fit.
+  // ends with an end of block << 13; 0: the first symbol does not fit. kChains: as many
+  // symbols as fit (the index pass: one table per file, read for every block); kSingle: the
+  // first symbol only, a tenth of the building (a window JPEG parses one MCU per row).
+  enum class Skip { kNone, kSingle, kChains };
   std::unique_ptr<uint16_t[]> multi;
 
-  bool build(const HuffSpec& spec, bool with_skip = false) {
+  bool build(const HuffSpec& spec, Skip skip = Skip::kNone) {
     std::vector<uint16_t> codes;
     std::vector<uint8_t> lens;
     if (!spec.defined || !canonical_codes(spec, &codes, &lens)) return false;
@@ -83,14 +86,29 @@ struct HuffDecoder {
           lut[(codes[k] << shift) | j] = uint16_t(l << 8 | spec.vals[k]);
       }
     }
-    if (with_skip) build_multi(codes, lens, spec);
+    if (skip != Skip::kNone) build_multi(codes, lens, spec, skip == Skip::kChains);
     return true;
   }
 
  private:
   // multi[x] from chains[b][x]: what the b-bit value x holds, a symbol then what its rest holds.
-  void build_multi(const std::vector<uint16_t>& codes, const std::vector<uint8_t>& lens, const HuffSpec& spec) {
+  void build_multi(const std::vector<uint16_t>& codes, const std::vector<uint8_t>& lens, const HuffSpec& spec,
+                   bool chains_wanted) {
     constexpr int B = kMultiBits;
+    if (!multi) multi.reset(new uint16_t[1 << B]);
+    if (!chains_wanted) {  // one symbol per entry
+      std::memset(multi.get(), 0, sizeof(uint16_t) << B);
+      for (size_t k = 0; k < codes.size(); ++k) {
+        const int len = lens[k], run = spec.vals[k] >> 4, size = spec.vals[k] & 15;
+        const bool eob = size == 0 && run != 15;
+        const int used = eob ? len : len + size;
+        if (used > B) continue;
+        const uint16_t e = uint16_t(used | (eob ? 1 << 13 : (size ? run + 1 : 16) << 5));
+        const uint32_t lo = uint32_t(codes[k]) << (B - len);
+        for (uint32_t j = 0; j < (1u << (B - len)); ++j) multi[lo | j] = e;
+      }
+      return;
+    }
     uint16_t first[1 << B] = {};  // (length << 8 | symbol) of the code a B-bit value starts with
     for (size_t k = 0; k < codes.size(); ++k) {
       if (lens[k] > B) continue;
@@ -118,7 +136,6 @@ struct HuffDecoder {
         t[x] = uint16_t((used + (rest & 31)) | adv << 5 | (rest & (1 << 13)));
       }
     }
-    if (!multi) multi.reset(new uint16_t[1 << B]);
     std::memcpy(multi.get(), chains + (1 << B) - 1, sizeof(uint16_t) << B);
   }
 };
@@ -624,7 +641,7 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
 
   HuffDecoder dc[3], ac[3];
   for (int c = 0; c < h.ncomp; ++c)
-    if (!dc[c].build(h.dc_file[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac], /*with_skip=*/true))
+    if (!dc[c].build(h.dc_file[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac], HuffDecoder::Skip::kChains))
       return Status::invalid_data("invalid Huffman table");
 
   BitReader r(data.data(), data.size(), h.scan_start);
@@ -704,7 +721,7 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
   bool built_dc[4] = {}, built_ac[4] = {};
   for (int c = 0; c < h.ncomp; ++c) {
     const int td = h.comp[c].dc, ta = h.comp[c].ac;
-    if (!built_ac[ta] && !(built_ac[ta] = ac_tables[ta].build(h.ac[ta], /*with_skip=*/true)))
+    if (!built_ac[ta] && !(built_ac[ta] = ac_tables[ta].build(h.ac[ta], HuffDecoder::Skip::kSingle)))
       return Status::internal("index tables");
     if (built_dc[td]) continue;
     const HuffSpec& spec = h.dc[td];
