@@ -16,7 +16,7 @@ namespace detail {
 namespace {
 
 constexpr int kLookahead = 9;      // bits resolved by one table lookup
-constexpr int kSkipBits = 11;      // AC code plus its extra bits skipped by one lookup
+constexpr int kMultiBits = 11;     // AC codes plus their extra bits skipped by one lookup
 constexpr int kDcCategories = 12;  // 8-bit JPEG: DC differences need 0..11 bits
 constexpr size_t kTailPadding = 512 * 10;  // libjpeg-turbo's fast-path margin for 10 blocks
 
@@ -59,11 +59,15 @@ struct HuffDecoder {
   int32_t maxcode[17];            // largest code of each length 1..16, -1 if none
   int32_t valoffset[17];          // symbol index = code + valoffset[length]
   uint8_t vals[256];
-  // AC tables, for skipping coefficients: one whose code and extra bits fit in kSkipBits bits,
-  // as (run << 4) | total bits; 0: end of block, zero run, or longer.
-  std::unique_ptr<uint8_t[]> skip;
+  // AC tables, for skipping coefficients: the run of whole symbols (codes and their extra
+  // bits) that the next kMultiBits bits hold, as total bits | coefficients advanced << 5 |
+  // ends with an end of block << 13; 0: the first symbol does not fit. kChains: as many
+  // symbols as fit (the index pass: one table per file, read for every block); kSingle: the
+  // first symbol only, a tenth of the building (a window JPEG parses one MCU per row).
+  enum class Skip { kNone, kSingle, kChains };
+  std::unique_ptr<uint16_t[]> multi;
 
-  bool build(const HuffSpec& spec, bool with_skip = false) {
+  bool build(const HuffSpec& spec, Skip skip = Skip::kNone) {
     std::vector<uint16_t> codes;
     std::vector<uint8_t> lens;
     if (!spec.defined || !canonical_codes(spec, &codes, &lens)) return false;
@@ -82,20 +86,57 @@ struct HuffDecoder {
           lut[(codes[k] << shift) | j] = uint16_t(l << 8 | spec.vals[k]);
       }
     }
-    if (with_skip) {
-      if (!skip) skip.reset(new uint8_t[1 << kSkipBits]);
-      std::memset(skip.get(), 0, 1 << kSkipBits);
-      k = 0;
-      for (int l = 1; l <= 16; ++l) {
-        for (int i = 0; i < spec.bits[l]; ++i, ++k) {
-          const int run = spec.vals[k] >> 4, size = spec.vals[k] & 15, total = l + size;
-          if (size == 0 || total > kSkipBits) continue;
-          const uint32_t first = uint32_t(codes[k]) << (kSkipBits - l);
-          for (uint32_t j = 0; j < (1u << (kSkipBits - l)); ++j) skip[first | j] = uint8_t(run << 4 | total);
+    if (skip != Skip::kNone) build_multi(codes, lens, spec, skip == Skip::kChains);
+    return true;
+  }
+
+ private:
+  // multi[x] from chains[b][x]: what the b-bit value x holds, a symbol then what its rest holds.
+  void build_multi(const std::vector<uint16_t>& codes, const std::vector<uint8_t>& lens, const HuffSpec& spec,
+                   bool chains_wanted) {
+    constexpr int B = kMultiBits;
+    if (!multi) multi.reset(new uint16_t[1 << B]);
+    if (!chains_wanted) {  // one symbol per entry
+      std::memset(multi.get(), 0, sizeof(uint16_t) << B);
+      for (size_t k = 0; k < codes.size(); ++k) {
+        const int len = lens[k], run = spec.vals[k] >> 4, size = spec.vals[k] & 15;
+        const bool eob = size == 0 && run != 15;
+        const int used = eob ? len : len + size;
+        if (used > B) continue;
+        const uint16_t e = uint16_t(used | (eob ? 1 << 13 : (size ? run + 1 : 16) << 5));
+        const uint32_t lo = uint32_t(codes[k]) << (B - len);
+        for (uint32_t j = 0; j < (1u << (B - len)); ++j) multi[lo | j] = e;
+      }
+      return;
+    }
+    uint16_t first[1 << B] = {};  // (length << 8 | symbol) of the code a B-bit value starts with
+    for (size_t k = 0; k < codes.size(); ++k) {
+      if (lens[k] > B) continue;
+      const uint32_t lo = uint32_t(codes[k]) << (B - lens[k]);
+      for (uint32_t j = 0; j < (1u << (B - lens[k])); ++j) first[lo | j] = uint16_t(lens[k] << 8 | spec.vals[k]);
+    }
+    uint16_t chains[(2 << B) - 1];  // chains for b bits at offset 2^b - 1
+    chains[0] = 0;                  // b = 0: nothing
+    for (int b = 1; b <= B; ++b) {
+      uint16_t* t = chains + (1 << b) - 1;
+      for (uint32_t x = 0; x < (1u << b); ++x) {
+        const uint16_t f = first[x << (B - b)];
+        const int len = f >> 8, run = (f >> 4) & 15, size = f & 15;
+        t[x] = 0;
+        if (f == 0 || len > b) continue;
+        if (size == 0 && run != 15) {  // end of block
+          t[x] = uint16_t(len | 1 << 13);
+          continue;
         }
+        const int used = len + size;
+        if (used > b) continue;
+        const int rest_bits = b - used;
+        const uint16_t rest = chains[(1 << rest_bits) - 1 + (x & ((1u << rest_bits) - 1))];
+        const int adv = (size ? run + 1 : 16) + ((rest >> 5) & 0xFF);
+        t[x] = uint16_t((used + (rest & 31)) | adv << 5 | (rest & (1 << 13)));
       }
     }
-    return true;
+    std::memcpy(multi.get(), chains + (1 << B) - 1, sizeof(uint16_t) << B);
   }
 };
 
@@ -495,12 +536,20 @@ inline bool read_dc(BitReader& r, const HuffDecoder& dc, int* diff) {
 // Skips a block's AC coefficients exactly as libjpeg consumes them (same bits, even for odd
 // runs past the 64th coefficient). False on an invalid code.
 inline bool skip_ac(BitReader& r, const HuffDecoder& ac) {
-  for (int k = 1; k < 64; ++k) {
+  int k = 1;
+  while (k < 64) {
     if (r.bits() < 32) r.refill();
-    if (const uint8_t e = ac.skip[r.peek(kSkipBits)]) {  // a short coefficient in one step
-      r.consume(e & 15);
-      k += e >> 4;
-      continue;
+    // Short symbols, several per lookup, while they stay inside the block: each is read with
+    // k < 64, as libjpeg's loop reads it (an end of block only while k + advance < 64).
+    if (const uint16_t e = ac.multi[r.peek(kMultiBits)]) {
+      const int adv = (e >> 5) & 0xFF;
+      const bool eob = (e >> 13) & 1;
+      if (k + adv + eob <= 64) {
+        r.consume(e & 31);
+        if (eob) break;
+        k += adv;
+        continue;
+      }
     }
     int len = 0;
     const int rs = r.decode(ac, &len);
@@ -513,6 +562,7 @@ inline bool skip_ac(BitReader& r, const HuffDecoder& ac) {
       if (run != 15) break;
       k += 15;
     }
+    ++k;
   }
   return true;
 }
@@ -591,7 +641,7 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
 
   HuffDecoder dc[3], ac[3];
   for (int c = 0; c < h.ncomp; ++c)
-    if (!dc[c].build(h.dc_file[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac], /*with_skip=*/true))
+    if (!dc[c].build(h.dc_file[h.comp[c].dc]) || !ac[c].build(h.ac[h.comp[c].ac], HuffDecoder::Skip::kChains))
       return Status::invalid_data("invalid Huffman table");
 
   BitReader r(data.data(), data.size(), h.scan_start);
@@ -671,7 +721,7 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
   bool built_dc[4] = {}, built_ac[4] = {};
   for (int c = 0; c < h.ncomp; ++c) {
     const int td = h.comp[c].dc, ta = h.comp[c].ac;
-    if (!built_ac[ta] && !(built_ac[ta] = ac_tables[ta].build(h.ac[ta], /*with_skip=*/true)))
+    if (!built_ac[ta] && !(built_ac[ta] = ac_tables[ta].build(h.ac[ta], HuffDecoder::Skip::kSingle)))
       return Status::internal("index tables");
     if (built_dc[td]) continue;
     const HuffSpec& spec = h.dc[td];

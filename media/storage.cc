@@ -1,7 +1,5 @@
 #include "media/storage.h"
 
-#include <sys/mman.h>
-
 #include <bit>
 #include <cstdlib>
 #include <map>
@@ -15,18 +13,18 @@ namespace {
 class HostAllocator final : public Allocator {
  public:
   void* allocate(size_t bytes) override {
-    // Batch-sized blocks are aligned to and rounded up to 2 MB huge pages: the first touch of a
-    // fresh batch buffer then takes one page fault per 2 MB instead of per 4 KB (a 154 MB
-    // float32 batch of 256 images: 77 faults instead of 37,600), which is most of the time to
-    // the first batch beyond the decoding itself.
-    const bool huge = bytes >= kHugeThreshold;
-    const size_t align = huge ? kHugePage : kAlignment;
+    // Batch-sized blocks are page-aligned and whole pages, and left to the system's page size:
+    // no MADV_HUGEPAGE. Their first touch is the zeroing of every fresh page, done by the
+    // worker threads that write the samples (each its own slot, in parallel). Huge pages made
+    // that 2-5x dearer on the 2-core VM measured (docs/PERFORMANCE.md, "Fifth round: start-up"):
+    // under free-page reporting a fresh 2 MB page comes back from the host and is backed anew,
+    // 0.15-0.3 GB/s, against 0.7-0.9 GB/s for 4 KB pages; on bare metal the difference is a few
+    // tens of milliseconds once per process. transparent_hugepage=always still applies.
+    const bool big = bytes >= kPageAlignThreshold;
+    const size_t align = big ? kPage : kAlignment;
     const size_t rounded = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
     void* p = std::aligned_alloc(align, rounded);
     if (!p) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-    if (huge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: ignored where THP is off
-#endif
     return p;
   }
   void deallocate(void* p, size_t) override { std::free(p); }
@@ -34,8 +32,8 @@ class HostAllocator final : public Allocator {
   const char* name() const override { return "host"; }
 
  private:
-  static constexpr size_t kHugePage = size_t(2) << 20;
-  static constexpr size_t kHugeThreshold = size_t(8) << 20;
+  static constexpr size_t kPage = 4096;
+  static constexpr size_t kPageAlignThreshold = size_t(8) << 20;
 };
 
 void release_to_allocator(void* context, void* data, size_t capacity) {

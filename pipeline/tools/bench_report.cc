@@ -48,6 +48,14 @@ Stages stages_of(const BenchResult& r) {
 
 double measured_rate(const BenchResult& r, double amount) { return r.measured_s > 0 ? amount / r.measured_s : 0; }
 
+double steady_rate(const BenchResult& r, double amount) { return r.steady_s > 0 ? amount / r.steady_s : 0; }
+
+// The first epoch's rate, start-up included (its clock starts when the Pipeline is built).
+double first_epoch_rate(const BenchResult& r) {
+  if (r.epochs.empty() || r.epochs[0].seconds <= 0) return 0;
+  return double(r.epochs[0].images) / r.epochs[0].seconds;
+}
+
 double cpu_seconds(const ResourceUsage& a, const ResourceUsage& b) {
   return (b.user_s - a.user_s) + (b.system_s - a.system_s);
 }
@@ -115,6 +123,15 @@ std::string text_report(const BenchResult& r) {
               ips, measured_rate(r, double(r.measured_input_bytes)) / 1e6, static_cast<long long>(r.measured_images),
               r.measured_s, static_cast<long long>(r.batches - r.measured_batches));
   t += format("time to first batch: %.3f s (building the pipeline: %.3f s)\n", r.first_batch_s, r.build_s);
+  const char* unit = r.video ? "clips" : "images";
+  if (r.steady_batches > 0)
+    t += format("steady state:      %.1f %s/s after the first epoch (%lld %s in %.2f s)%s; first epoch %.1f %s/s "
+                "from building the pipeline\n",
+                steady_rate(r, double(r.steady_images)), unit, static_cast<long long>(r.steady_images), unit,
+                r.steady_s, r.video ? format(", %.1f frames/s", steady_rate(r, double(r.steady_frames))).c_str() : "",
+                first_epoch_rate(r), unit);
+  else
+    t += "steady state:      not measured (no batch after the first epoch: run --epochs 2 or more)\n";
   t += format("CPU utilization:   %.2f of %d cores (%.0f%%), user %.1f s, system %.1f s\n", util, r.cores,
               r.cores ? 100 * util / r.cores : 0, r.usage_end.user_s - r.usage_measure.user_s,
               r.usage_end.system_s - r.usage_measure.system_s);
@@ -190,6 +207,16 @@ std::string json_report(const BenchResult& r) {
   j["input_mb_per_s"] = measured_rate(r, double(r.measured_input_bytes)) / 1e6;
   j["build_seconds"] = r.build_s;
   j["time_to_first_batch_s"] = r.first_batch_s;
+  // Steady state: the batches after the first epoch's end (null in a one-epoch run).
+  j["first_epoch_images_per_s"] = first_epoch_rate(r);
+  if (r.steady_batches > 0) {
+    j["steady_images_per_s"] = steady_rate(r, double(r.steady_images));
+    j["steady_images"] = r.steady_images;
+    j["steady_seconds"] = r.steady_s;
+    if (r.video) j["steady_frames_per_s"] = steady_rate(r, double(r.steady_frames));
+  } else {
+    j["steady_images_per_s"] = nullptr;
+  }
   j["total_seconds"] = r.total_s;
   j["stages_seconds"] = {{"read", s.read}, {"decode", s.decode}, {"augment", s.augment},
                          {"batch", s.batch}, {"copy", s.copy}};

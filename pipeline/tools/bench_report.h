@@ -66,6 +66,13 @@ struct BenchResult {
   int64_t measured_input_bytes = 0;
   double build_s = 0;              ///< constructing the Pipeline
   double first_batch_s = 0;        ///< constructing the Pipeline -> first batch in hand
+  // Steady state: the batches received after the first epoch's end (next() returning nullopt
+  // for epoch 0) up to the last batch. By then every file has been seen once: JPEG indexes
+  // built, batch buffers touched, per-thread caches filled. None in a run of one epoch.
+  int64_t steady_batches = 0;
+  int64_t steady_images = 0;       ///< images (clips) in those batches
+  int64_t steady_frames = 0;       ///< video frames in those batches
+  double steady_s = 0;             ///< the first epoch's end -> last batch in hand
   double total_s = 0;              ///< constructing the Pipeline -> last batch in hand
   double measured_s = 0;           ///< end of the warm-up -> last batch in hand
   double next_s = 0;               ///< consumer time in next(), waiting included

@@ -193,7 +193,7 @@ int run(BenchArgs args) {
   InputBytes input(pipe.dataset());
   const std::vector<std::string> names = pipe.output_names();
 
-  Clock::time_point t_measure = t_build, t_epoch = t_build;
+  Clock::time_point t_measure = t_build, t_epoch = t_build, t_steady = t_build;
   int64_t epoch_images = 0, warmup = std::min(args.warmup, total_batches - 1);
   r.usage_measure = r.usage_start;
   while (r.batches < total_batches) {
@@ -204,6 +204,7 @@ int run(BenchArgs args) {
       const ResourceUsage u = ResourceUsage::now();
       r.epochs.push_back({pipe.epoch() - 1, epoch_images, since(t_epoch), u.rss_mb, u.peak_rss_mb});
       t_epoch = Clock::now();
+      if (r.epochs.size() == 1) t_steady = t_epoch;
       epoch_images = 0;
       if (per_epoch == 0) break;
       continue;
@@ -225,11 +226,19 @@ int run(BenchArgs args) {
     ++r.batches;
     r.images += n;
     epoch_images += n;
-    if (r.batches > warmup) {
+    const bool steady = !r.epochs.empty(), measured = r.batches > warmup;
+    const int64_t frames = r.video && (steady || measured) ? frames_of(*out) : 0;
+    if (steady) {  // after the first epoch's end
+      ++r.steady_batches;
+      r.steady_images += n;
+      r.steady_frames += frames;
+      r.steady_s = since(t_steady);
+    }
+    if (measured) {
       ++r.measured_batches;
       r.measured_images += n;
       if (count_input) r.measured_input_bytes += input.of(*out);
-      if (r.video) r.measured_frames += frames_of(*out);
+      r.measured_frames += frames;
     }
     if (r.batches == warmup) {
       t_measure = Clock::now();

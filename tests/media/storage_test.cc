@@ -64,7 +64,7 @@ TEST(BufferPool, IsThreadSafe) {
 }
 
 TEST(Storage, AllocationsAreAligned) {
-  for (size_t n : {1ul, 63ul, 4096ul, 1000001ul}) {
+  for (size_t n : {1ul, 63ul, 4096ul, 1000001ul, (9ul << 20) + 1}) {  // small and batch-sized
     auto s = Storage::allocate(host_allocator(), n);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(s->data()) % Allocator::kAlignment, 0u);
   }

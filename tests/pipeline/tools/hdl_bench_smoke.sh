@@ -37,6 +37,13 @@ need(r["cpu"]["cores_used"] > 0, "cpu")
 need(r["memory"]["peak_rss_mb"] > 10, "peak RSS")
 need(any(shape in o for o in r["outputs"]), f"no output like {shape!r} in {r['outputs']}")
 need(sum(e["images"] for e in r["epochs"]) == images, "per-epoch images")
+need(r["first_epoch_images_per_s"] > 0, "first epoch rate")
+# Steady state: the batches after the first epoch's end; none in a one-epoch run.
+if len(r["epochs"]) > 1:
+    need(r["steady_images"] == sum(e["images"] for e in r["epochs"][1:]), "steady-state images")
+    need(r["steady_images_per_s"] > 0 and 0 < r["steady_seconds"] < r["total_seconds"], "steady-state rate")
+else:
+    need(r["steady_images_per_s"] is None, "a steady state in a one-epoch run")
 print(f"{name}: ok ({r['images']} images, {r['outputs'][0]})")
 PYEOF
 }
@@ -71,7 +78,7 @@ check shards 48 "[8, 3, 224, 224] float32 CHW" -- resnet-train "$WORK/shard-{0..
 
 # The text report, and mistakes are configuration errors (exit 2) naming the problem.
 "$BENCH" resnet-train "$L" --file-root "$TRAIN" --batch-size 8 --iterations 1 --no-progress > "$WORK/text.txt"
-for want in "throughput:" "time to first batch" "CPU utilization" "peak RSS" "decode" "failures:"; do
+for want in "throughput:" "time to first batch" "steady state:" "CPU utilization" "peak RSS" "decode" "failures:"; do
   grep -q "$want" "$WORK/text.txt" || { echo "text report lacks '$want'"; cat "$WORK/text.txt"; exit 1; }
 done
 expect_error() {  # expect_error MESSAGE -- args...
