@@ -60,7 +60,7 @@ struct PipelineOptions {
   /// process may use (affinity mask and cgroup quota, rounded up) and grows while the consumer
   /// waits and each added thread raises the rate, up to those CPUs (or max_threads).
   int num_threads = 0;
-  /// Batches prepared ahead of the consumer (>= 1); kAuto = tuned: starts at 2 and grows by one
+  /// Batches prepared ahead of the consumer (>= 1); kAuto = tuned: starts at 1 and grows by one
   /// when a consumer that had found the batches ready finds none ready (tf.data's rule), while
   /// prefetch_depth x batch bytes <= prefetch_memory_budget (never below 1).
   int prefetch_depth = 2;

@@ -86,13 +86,16 @@ int ThreadTuner::observe(Clock::time_point now, uint64_t samples_done, uint64_t 
     const double wanted = std::max(0.02, 0.25 / std::max(1, threads_ - 1));
     if (waiting && rate < rate_before_ * (1.0 + wanted)) {
       --threads_;
-      ceiling_ = threads_;
+      if (failed_at_ == threads_) retry_after_ = std::min(2 * retry_after_, kMaxRetryWindows);  // again
+      ceiling_ = failed_at_ = threads_;
       windows_since_fail_ = 0;
       grow = false;
+    } else if (waiting) {
+      retry_after_ = kRetryWindows;
     }
   }
   if (grow && threads_ < max_) {  // an accepted step may be followed by the next at once
-    if (threads_ >= ceiling_ && ++windows_since_fail_ >= kRetryWindows) ceiling_ = max_;
+    if (threads_ >= ceiling_ && ++windows_since_fail_ >= retry_after_) ceiling_ = max_;
     if (threads_ < ceiling_) {
       rate_before_ = rate;
       ++threads_;

@@ -5,14 +5,17 @@
 //   and a RAM budget for buffered elements.
 // - Parallelism tuned from measured rates while the pipeline runs.
 // - Prefetch buffers tuned by tf.data's rule (an "upswing" until the buffer has been full once,
-//   then a "downswing" in which a consumer that finds it empty grows it), so a buffer grows only
-//   when the producer keeps up on average but not batch by batch. A producer-bound pipeline
-//   never fills its buffer and keeps the starting depth; more depth would only cost memory.
+//   then a "downswing" in which a consumer that finds it empty grows it), starting at one
+//   batch, so a buffer grows only when the producer keeps up on average but not batch by
+//   batch. A producer-bound pipeline never fills its buffer and keeps one batch ahead (the next
+//   batch is made while the consumer uses the current one); more depth would only cost memory
+//   and the first touch of another ~150 MB block. Growth is by one batch, not tf.data's doubling.
 // What differs: the knob for threads is the number of samples in flight (worker tasks pulling
 // samples) inside one TBB arena sized for the most threads allowed, because a tbb::task_arena
 // cannot be resized while work runs in it. Threads start at half the CPUs (rounded up: 1 on a
 // 2-core machine) and grow one at a time while the consumer waits and each step raises the
-// measured rate of finished samples; a step that does not pays once and sets a ceiling.
+// measured rate of finished samples; a step that does not is undone and retried after 5
+// windows, then 10, 20, ... 80.
 //
 // Thread safety: the tuners are plain values used by the consumer thread only.
 #pragma once
@@ -35,8 +38,9 @@ class ThreadTuner {
   static constexpr std::chrono::milliseconds kWindow{200};
   /// A window in which the consumer waited at least this share of the time asks for a thread.
   static constexpr double kWaitShare = 0.10;
-  /// Windows after a failed step before the step is tried again (the workload may change).
-  static constexpr int kRetryWindows = 50;
+  /// Windows after a failed step before the step is tried again (the workload or the machine's
+  /// load may change, and one noisy window may have failed it): 5, doubling per failure up to 80.
+  static constexpr int kRetryWindows = 5, kMaxRetryWindows = 80;
 
   /// `start` threads now, never more than `max` (>= 1).
   ThreadTuner(int start, int max, Clock::time_point now);
@@ -54,6 +58,8 @@ class ThreadTuner {
   int max_;
   int ceiling_;              // a step to ceiling_ + 1 did not pay: the limit until a retry
   int windows_since_fail_ = 0;
+  int retry_after_ = kRetryWindows;
+  int failed_at_ = 0;        // the last step that did not pay went from here
   bool probing_ = false;     // the last window's step is on trial
   double rate_before_ = 0;   // finished samples per second before the step on trial
   Clock::time_point t0_;
@@ -63,7 +69,8 @@ class ThreadTuner {
 /// tf.data's prefetch rule, one batch at a time, within a memory budget.
 class PrefetchTuner {
  public:
-  /// Starts at min(start, the budget's depth); `budget` bytes of batches prepared ahead.
+  /// Starts at `start` (tf.data: 1), clamped to the budget's depth once batch sizes are known;
+  /// `budget` bytes of batches prepared ahead.
   PrefetchTuner(int start, size_t budget);
   int depth() const { return depth_; }
   /// The deepest prefetch the budget allows for batches of `batch_bytes` (>= 1, <= kMaxDepth).

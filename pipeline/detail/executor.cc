@@ -87,10 +87,10 @@ ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts
   // A reader that looks into its files to know its samples does it once, in parallel.
   arena.execute([&] { graph.source_op().prepare(*file_system); });
   check_options(opts);
-  // Auto starts at half the CPUs (tf.data's initial parallelism, conservative: the consumer and
-  // the training step need CPU too) and two batches ahead, the fixed default.
+  // Auto starts at half the CPUs (conservative: the consumer and the training step need CPU
+  // too) and one batch ahead (tf.data's prefetch autotuner starts at one).
   target_workers = opts.num_threads == kAuto ? (threads + 1) / 2 : threads;
-  prefetch_depth = opts.prefetch_depth == kAuto ? 2 : opts.prefetch_depth;
+  prefetch_depth = opts.prefetch_depth == kAuto ? 1 : opts.prefetch_depth;
   collect_values();
   if (has_stage(graph, Stage::kDevice) || has_stage(graph, Stage::kMixed))
     device_stage = std::make_unique<DeviceStage>(*this, opts.device_id);

@@ -247,7 +247,7 @@ class HabanaDataLoader(DataLoader[T_co]):
     torch's arguments on the native path: ``timeout`` is a deadline per batch (RuntimeError
     "DataLoader timed out after N seconds", as torch's); ``num_workers`` caps the tuned thread
     count when ``num_threads`` is not given; ``prefetch_factor`` sets the batches prepared
-    ahead (default: "auto", which starts at 2 and grows within a 1 GiB budget when batches
+    ahead (default: "auto", which starts at 1 and grows within a 1 GiB budget when batches
     arrive unevenly); ``worker_init_fn`` and ``multiprocessing_context`` have no
     worker process to apply to: no Python code runs per sample, and the augmentations draw
     from the pipeline's seed (torch's base seed). The loader says so (``native_notes``,

@@ -105,7 +105,7 @@ class Pipeline:
             measured rate of finished samples and the consumer's wait (starts at half the CPUs
             this process may use, grows while the consumer waits and each thread raises the
             rate; at most those CPUs, or ``max_threads``).
-        prefetch_depth: batches prepared ahead (>= 1), or "auto": starts at 2 and grows by one
+        prefetch_depth: batches prepared ahead (>= 1), or "auto": starts at 1 and grows by one
             when the consumer, having found batches ready, finds none ready (tf.data's rule),
             while prefetch_depth x batch bytes <= ``prefetch_memory_budget``.
         seed: seeds shuffling and every random operator.
