@@ -40,6 +40,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=8, help="batches per run (8)")
     ap.add_argument("--warmup", type=int, default=1, help="first batches left out of the rate (1)")
+    ap.add_argument("--pairs", type=int, default=0,
+                    help="then N back-to-back pairs of autotune and the best hand-set setting, the order "
+                         "alternating: on a busy machine adjacent runs share its load (0: none)")
     ap.add_argument("--json", default=None, help="write every run here")
     a = ap.parse_args()
 
@@ -82,9 +85,22 @@ def main():
           f"(rounds: {', '.join(f'{x:.3f}' for x in paired)}); target >= 0.95")
     print(f"autotune / each round's fastest hand-set run, median: {statistics.median(ratios):.3f} "
           f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)})")
+    pairs = []
+    extra = dict(settings)
+    for i in range(a.pairs):
+        first, second = ("auto", best) if i % 2 == 0 else (best, "auto")
+        got = {n: run(a.bench, a.pipeline, a.data, extra[n], a.iterations, a.warmup) for n in (first, second)}
+        pairs.append(got["auto"]["images_per_s"] / got[best]["images_per_s"])
+        print(f"pair {i}: auto {got['auto']['images_per_s']:.1f} (chose {got['auto']['threads']} threads, prefetch "
+              f"{got['auto']['prefetch']}), {best} {got[best]['images_per_s']:.1f}: {pairs[-1]:.3f}; "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+    if pairs:
+        print(f"autotune / {best}, median of {len(pairs)} back-to-back pairs: {statistics.median(pairs):.3f}; "
+              f"target >= 0.95")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"runs": runs, "best": best, "paired_ratios": paired, "max_ratios": ratios}, f, indent=2)
+            json.dump({"runs": runs, "best": best, "paired_ratios": paired, "max_ratios": ratios,
+                       "pairs": pairs}, f, indent=2)
     return 0
 
 
