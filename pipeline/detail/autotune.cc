@@ -81,9 +81,12 @@ int ThreadTuner::observe(Clock::time_point now, uint64_t samples_done, uint64_t 
   bool grow = waiting;
   if (probing_) {
     probing_ = false;
-    // One more thread ideally adds 1/(n-1) of the rate; a quarter of that (at least 2%) counts
-    // as a rise, less is noise or contention. A consumer that stopped waiting is served.
-    const double wanted = std::max(0.02, 0.25 / std::max(1, threads_ - 1));
+    // One more thread ideally adds 1/(n-1) of the rate; a tenth of that (at least 2%) counts
+    // as a rise, less is noise or contention. Low, because the costs are lopsided: threads are
+    // capped at the CPUs there are, so keeping one that does not help costs little, while
+    // dropping one that does (a noisy window on a busy machine) costs up to 1/n of the rate
+    // until the retry. A consumer that stopped waiting is served.
+    const double wanted = std::max(0.02, 0.10 / std::max(1, threads_ - 1));
     if (waiting && rate < rate_before_ * (1.0 + wanted)) {
       --threads_;
       if (failed_at_ == threads_) retry_after_ = std::min(2 * retry_after_, kMaxRetryWindows);  // again
