@@ -8,7 +8,7 @@ PACKAGES=(
   libturbojpeg0-dev libjpeg62-turbo-dev libjpeg-turbo-progs
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev ffmpeg
   libarchive-dev
-  libcurl4-openssl-dev curl nginx
+  libcurl4-openssl-dev libssl-dev curl nginx
   libtbb-dev pybind11-dev libgtest-dev libgmock-dev
   python3 python3-dev python3-numpy python3-pil python3-pytest python3-torch python3-torchvision
   nlohmann-json3-dev python3-setuptools python3-wheel python3-pip python3-venv

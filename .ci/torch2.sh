@@ -42,7 +42,8 @@ pillow==13.0.0
 pytest==9.2.0
 timm==1.0.15
 webdataset==1.0.2
-braceexpand==0.1.7"
+braceexpand==0.1.7
+torchcodec==0.15.0"
 # Everything they pull in, pinned too (pip freeze of the venv, plus setuptools, which torch
 # needs and pip freeze leaves out; constraints: a platform that does not need one, e.g. the
 # nvidia-* wheels off x86-64 Linux or hf-xet off x86-64/arm64, does not install it).

@@ -50,7 +50,11 @@ struct VideoDecoder::Impl {
   Scratch single;   // decode(): the frame handed to the sink
   AVBufferRef* hw_device = nullptr;  // NVDEC: FFmpeg's CUDA device (on the options' stream)
   StoragePtr device_single;          // decode() on the device: the frame handed to the sink
+  // hold_session(): the video whose session stays open between calls, and that session.
+  std::shared_ptr<const VideoInfo> held;
+  std::unique_ptr<ClipSession> session;
   ~Impl() {
+    session.reset();  // before the packet, frame and device it uses
     av_buffer_unref(&hw_device);
     av_frame_free(&frame);
     av_packet_free(&packet);
@@ -104,17 +108,43 @@ struct VideoDecoder::Impl {
       handed_out = u + 1;
       return Status::ok();
     };
-    ClipSession clip(file, info, options, packet, frame, rep, hw);
-    if (!clip.skip_possible() || wanted.size() == size_t(info.num_frames())) return clip.run(wanted, convert);
-    // Unwanted non-reference frames skipped; should a wanted frame still go missing (a packet
-    // whose timestamp belongs to another frame), the clip is decoded again in full.
-    Status st = clip.run(wanted, counting, /*skip_unwanted=*/true);
-    if (st.code() != StatusCode::kInvalidData || sink_failed) return st;
-    ++rep.retries;
-    // Each frame goes to the sink once: the retry wants the frames after those handed out.
-    done = handed_out;
-    const std::vector<int64_t> rest(wanted.begin() + std::ptrdiff_t(done), wanted.end());
-    return clip.run(rest, convert);
+    // The held video's session, continued when the clip lies ahead of where it stopped; else
+    // a fresh one (kept for the next call when the video is held).
+    const bool hold = held.get() == &info;
+    bool continued = false;
+    if (session && hold && &session->info() == &info) {
+      session->rebind(file, rep);
+      continued = session->can_continue(wanted);
+    }
+    if (!continued) session = std::make_unique<ClipSession>(file, info, options, packet, frame, rep, hw);
+    rep.continued = continued;
+    ClipSession& clip = *session;
+    Status st = run_clip(clip, wanted, convert, counting, continued);
+    if (!st.is_ok() && st.code() == StatusCode::kInvalidData && !sink_failed && clip_retry_) {
+      ++rep.retries;
+      // Each frame goes to the sink once: the retry wants the frames after those handed out.
+      done = handed_out;
+      const std::vector<int64_t> rest(wanted.begin() + std::ptrdiff_t(done), wanted.end());
+      st = clip.run(rest, convert);
+    }
+    if (!hold || !st.is_ok()) session.reset();
+    return st;
+  }
+
+  bool clip_retry_ = false;  // run_clip(): the first run skipped frames and may be retried in full
+
+  // One run of `clip`: every frame decoded when skipping is not possible (or every frame is
+  // wanted), else unwanted non-reference frames skipped (clip_retry_ set: should a wanted
+  // frame still go missing, a packet whose timestamp belongs to another frame, the caller
+  // decodes the clip again in full).
+  template <typename Convert, typename Counting>
+  Status run_clip(ClipSession& clip, const std::vector<int64_t>& wanted, const Convert& convert,
+                  const Counting& counting, bool continued) {
+    clip_retry_ = false;
+    if (!clip.skip_possible() || wanted.size() == size_t(clip.info().num_frames()))
+      return clip.run(wanted, convert, false, continued);
+    clip_retry_ = true;
+    return clip.run(wanted, counting, /*skip_unwanted=*/true, continued);
   }
 };
 
@@ -128,7 +158,14 @@ VideoDecoder::VideoDecoder(VideoDecoderOptions options) : options_(options), imp
 
 VideoDecoder::~VideoDecoder() = default;
 
+void VideoDecoder::hold_session(std::shared_ptr<const VideoInfo> info) {
+  if (impl_->held == info) return;
+  impl_->session.reset();  // it refers to the info held until now
+  impl_->held = std::move(info);
+}
+
 Result<VideoInfo> VideoDecoder::probe(const RandomAccessFile& file) {
+  impl_->session.reset();  // the held session's packet and frame are the ones probing uses
   return probe_video(file, options_.max_frame_pixels, impl_->packet, impl_->frame);
 }
 
@@ -192,6 +229,7 @@ Status VideoDecoder::decode_only(const RandomAccessFile& file, const VideoInfo& 
   QuietLog quiet;
   if (!options_.device.is_cpu()) HDL_RETURN_IF_ERROR(device_supports(info));
   HDL_ASSIGN_OR_RETURN(AVBufferRef* const hw, impl_->hardware(options_));
+  impl_->session.reset();  // the held session's packet and frame are the ones this uses
   ClipSession clip(file, info, options_, impl_->packet, impl_->frame, rep, hw);
   return clip.run(wanted, [](size_t, const AVFrame*) { return Status::ok(); });
 }

@@ -108,6 +108,7 @@ struct VideoDecodeReport {
   int64_t packets = 0;         ///< packets sent to the decoder
   int64_t retries = 0;         ///< clips decoded again without skipping unwanted frames
   bool on_device = false;      ///< decoded by NVDEC (VideoDecoderOptions::device cuda)
+  bool continued = false;      ///< went on from the held video's previous call (hold_session())
 };
 
 class VideoDecoder {
@@ -142,6 +143,17 @@ class VideoDecoder {
   /// frame is converted straight into its place (no intermediate copy).
   Status decode_into(const RandomAccessFile& file, const VideoInfo& info, std::span<const int64_t> frames,
                      const TensorView& out, VideoDecodeReport* report = nullptr);
+
+  /// Keeps the container and the decoder of `info`'s video open between calls (one video per
+  /// decoder; holding another, or nullptr, closes the last one's). A decode() or decode_into()
+  /// of this same VideoInfo object whose first frame lies after every frame the previous call
+  /// read or gave out (e.g. the next clip of a video, in order) then goes on decoding from
+  /// there instead of opening the video and decoding again from the keyframe; otherwise it
+  /// starts afresh, as without holding. The frames are the same either way (the references in
+  /// between were decoded); the report says `continued`. The file passed to each call must
+  /// hold the same bytes as the first (the same video, opened again is fine). The decoder
+  /// keeps `info` alive while it holds it.
+  void hold_session(std::shared_ptr<const VideoInfo> info);
 
   /// Decodes frames without converting them to RGB (decode-only throughput; validation): the
   /// number of frames decoded is in the report. Same errors as decode().

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "media/cache_file_system.h"
 #include "media/detail/http_client.h"
 #include "media/remote_file_system.h"
 
@@ -150,7 +151,8 @@ std::shared_ptr<RemoteFileSystem> url_file_system(const RemoteOptions& options, 
 }
 
 std::shared_ptr<RemoteFileSystem> default_file_system() {
-  static const std::shared_ptr<RemoteFileSystem> fs = url_file_system();
+  // Under a local cache when HDL_CACHE_DIR names one (media/cache_file_system.h).
+  static const std::shared_ptr<RemoteFileSystem> fs = cached_file_system(url_file_system(), CacheOptions::from_environment());
   return fs;
 }
 

@@ -136,8 +136,10 @@ bool is_remote_url(std::string_view path);
 std::shared_ptr<RemoteFileSystem> url_file_system(const RemoteOptions& options = RemoteOptions::from_environment(),
                                                   std::shared_ptr<FileSystem> local = posix_file_system());
 
-/// The one process-wide url_file_system() (options from the environment when first called):
-/// what the pipeline reads through when PipelineOptions::file_system is null.
+/// The one process-wide url_file_system() (options from the environment when first called),
+/// under a local cache when HDL_CACHE_DIR names one (CacheOptions::from_environment(),
+/// media/cache_file_system.h): what the pipeline reads through when
+/// PipelineOptions::file_system is null and PipelineOptions::cache names no directory.
 std::shared_ptr<RemoteFileSystem> default_file_system();
 
 }  // namespace hdl

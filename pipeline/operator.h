@@ -48,6 +48,9 @@ struct SampleInfo {
   int64_t dataset_index = 0;  ///< which sample of the dataset fills the slot
   uint32_t attempt = 0;       ///< 0, or k for the k-th replacement after skipped failures
   const Dataset* dataset = nullptr;
+  /// SourceOperator::stable_indices(): dataset_index names the same sample in every epoch, so
+  /// per-sample caches may be keyed by it (false: a streaming reader's stream positions).
+  bool stable_index = true;
 };
 
 /// Per-thread mutable state of an operator (decoder instances, scratch buffers).
@@ -169,6 +172,14 @@ class SourceOperator : public Operator {
   /// Errors are configuration errors (thrown ConfigError); a bad file is not one (it is
   /// reported when its samples run). Default: nothing.
   virtual void prepare(FileSystem& file_system);
+  /// Called by the executor when the consumer moves (a resume, a seek, a reset) to slot
+  /// `position` of `epoch`: the slots before it will not be asked for again, except as
+  /// replacements of failed samples. A reader that reads its samples in sequence (a streaming
+  /// reader) skips them without keeping them. Default: nothing.
+  virtual void start_at(int64_t /*epoch*/, int64_t /*position*/) {}
+  /// Whether a sample index names the same sample in every epoch (true by default; false for a
+  /// reader whose indices are positions in a stream whose contents change with the epoch).
+  virtual bool stable_indices() const { return true; }
 };
 
 }  // namespace hdl

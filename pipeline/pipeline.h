@@ -30,6 +30,7 @@
 
 #include "media/api.h"
 #include "media/batch.h"
+#include "media/cache_file_system.h"
 #include "media/file_system.h"
 #include "media/storage.h"
 #include "pipeline/errors.h"
@@ -77,6 +78,12 @@ struct PipelineOptions {
   /// thread-safe; see media/file_system.h); null: default_file_system()
   /// (media/remote_file_system.h): s3:// and http(s):// URLs remotely, other paths locally.
   std::shared_ptr<FileSystem> file_system;
+  /// A local cache of remote (s3://, http(s)://) objects, shared by the processes of the
+  /// machine naming the same cache.dir (media/cache_file_system.h); cache.dir "" (default):
+  /// the environment's (HDL_CACHE_DIR, HDL_CACHE_LIMIT), else none. Ignored when file_system
+  /// is given. A directory that cannot be made or written, or a non-positive
+  /// cache.limit_bytes, is a ConfigError.
+  CacheOptions cache;
   /// The CUDA device (cuda:N) of the pipeline's gpu stage, if it has one.
   int device_id = 0;
 };

@@ -64,6 +64,9 @@ class Input {
   Status open(const RandomAccessFile& file, const AVInputFormat* format, const char* what);
 
   AVFormatContext* fmt() const { return fmt_; }
+  /// Reads go to `file` from now on: another RandomAccessFile over the same bytes (the same
+  /// file opened again), the position kept.
+  void rebind(const RandomAccessFile& file) { io_.file = &file; }
   /// An MPEG program or transport stream: no index, so libavformat seeks by bisecting the file
   /// on decode timestamps, landing at the start of a PES packet whose timestamps the demuxer
   /// then hands to the tail of the frame before it (which it returns first).

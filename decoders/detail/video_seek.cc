@@ -1,6 +1,7 @@
 #include "decoders/detail/video_seek.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "decoders/detail/video_probe.h"
@@ -14,6 +15,7 @@ constexpr int kMaxBadSeeks = 3;  // then decode forward from the start, seeking 
 // below its pts, and the frame landed on loses its timestamps).
 constexpr int64_t kSeekBack = 6;
 constexpr int64_t kMinSkip = 2;   // frames a seek must skip to be worth making
+constexpr int64_t kUnknownRead = INT64_MAX;  // read_past_ after a packet whose frame is unknown
 
 }  // namespace
 
@@ -43,16 +45,31 @@ void distinct(std::span<const int64_t> frames, std::vector<int64_t>* wanted, std
 
 ClipSession::ClipSession(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
                          AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device)
-    : file_(file), info_(info), options_(options), packet_(packet), frame_(frame), report_(report),
+    : file_(&file), info_(info), options_(options), packet_(packet), frame_(frame), report_(&report),
       hw_device_(hw_device) {
-  report_.on_device = hw_device != nullptr;
+  report_->on_device = hw_device != nullptr;
 }
 
-Status ClipSession::run(const std::vector<int64_t>& wanted, const Deliver& deliver, bool skip_unwanted) {
+bool ClipSession::can_continue(const std::vector<int64_t>& wanted) const {
+  return ok_ && input_ && codec_ && !draining_ && !info_.sequential && !wanted.empty() &&
+         read_past_ != kUnknownRead && wanted.front() > read_past_ && wanted.front() > last_;
+}
+
+void ClipSession::rebind(const RandomAccessFile& file, VideoDecodeReport& report) {
+  file_ = &file;
+  if (input_) input_->rebind(file);
+  report_ = &report;
+  report_->on_device = hw_device_ != nullptr;
+}
+
+Status ClipSession::run(const std::vector<int64_t>& wanted, const Deliver& deliver, bool skip_unwanted,
+                        bool continued) {
+  const bool go_on = continued && can_continue(wanted);
+  ok_ = false;
   wanted_ = &wanted;
   skip_unwanted_ = skip_unwanted;
   skip_intra_ = skip_unwanted && info_.keyframes.size() == info_.pts.size();
-  HDL_RETURN_IF_ERROR(open());
+  if (!go_on) HDL_RETURN_IF_ERROR(open());
   // Each step receives a frame, reads a packet or starts draining; a file of n packets needs
   // about n steps per pass, and there is a pass per seek (bounded) plus one from the start.
   const int64_t max_steps = 4 * (info_.num_frames() + 64) * (kMaxBadSeeks + 2 + int64_t(wanted.size()));
@@ -79,19 +96,20 @@ Status ClipSession::run(const std::vector<int64_t>& wanted, const Deliver& deliv
       return missing(target, "the stream ended before it");
     }
     if (err < 0) return codec_error(err);
-    ++report_.frames_decoded;
+    ++report_->frames_decoded;
     Status s = on_frame(identify(), target, next, deliver);
     av_frame_unref(frame_);
     HDL_RETURN_IF_ERROR(s);
   }
   if (!input_->io_error().is_ok()) return input_->io_error();
+  ok_ = true;
   return Status::ok();
 }
 
 Status ClipSession::open() {
   close_codec();
   input_ = std::make_unique<Input>();
-  HDL_RETURN_IF_ERROR(input_->open(file_, find_demuxer(info_.container), "the video cannot be opened"));
+  HDL_RETURN_IF_ERROR(input_->open(*file_, find_demuxer(info_.container), "the video cannot be opened"));
   AVFormatContext* fmt = input_->fmt();
   const int index = info_.stream_index;
   // Containers that declare their streams in a header need no stream probing (which decodes
@@ -134,6 +152,7 @@ Status ClipSession::open() {
   draining_ = false;
   pending_ = false;
   output_count_ = 0;
+  read_past_ = -1;
   return Status::ok();
 }
 
@@ -153,7 +172,7 @@ Status ClipSession::maybe_seek(int64_t target) {
 }
 
 Status ClipSession::seek(int64_t key) {
-  ++report_.seeks;
+  ++report_->seeks;
   const int64_t frame = info_.keyframes[size_t(key)];
   const int64_t ts = info_.pts[size_t(std::max<int64_t>(0, frame - seek_back_))];
   if (int err = av_seek_frame(input_->fmt(), stream_->index, ts, AVSEEK_FLAG_BACKWARD); err < 0) {
@@ -201,6 +220,7 @@ Status ClipSession::feed() {
       // Empty packets (AVI's dropped frames) carry no frame, and an empty send would drain.
       // In an intra-only stream (every frame a keyframe: MJPEG, ...) no frame needs another,
       // so an unwanted one is not even sent.
+      if (packet_->stream_index == stream_->index) note_read();
       if (packet_->stream_index == stream_->index && packet_->size > 0 && !(skip_intra_ && !packet_wanted())) break;
       av_packet_unref(packet_);
     }
@@ -210,8 +230,19 @@ Status ClipSession::feed() {
   pending_ = err == AVERROR(EAGAIN);  // receive first, then send it again
   if (pending_) return Status::ok();
   av_packet_unref(packet_);
-  ++report_.packets;
+  ++report_->packets;
   return err < 0 ? codec_error(err) : Status::ok();
+}
+
+void ClipSession::note_read() {
+  if (read_past_ == kUnknownRead) return;
+  const auto it = packet_->pts == AV_NOPTS_VALUE ? info_.pts.end()
+                                                  : std::lower_bound(info_.pts.begin(), info_.pts.end(), packet_->pts);
+  if (it == info_.pts.end() || *it != packet_->pts) {
+    read_past_ = kUnknownRead;  // a frame we cannot place: no later run continues this one
+    return;
+  }
+  read_past_ = std::max<int64_t>(read_past_, it - info_.pts.begin());
 }
 
 bool ClipSession::packet_wanted() const {

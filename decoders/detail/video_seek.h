@@ -41,8 +41,9 @@ Status check_frames(const VideoInfo& info, std::span<const int64_t> frames);
 /// `frames` without repeats, and for each distinct frame the first position it has in `frames`.
 void distinct(std::span<const int64_t> frames, std::vector<int64_t>* wanted, std::vector<size_t>* first);
 
-/// The session of one decode call, for one clip: the container and decoder, where decoding
-/// stands, and the loop that brings the wanted frames out of the decoder (file comment).
+/// The session of one clip: the container and decoder, where decoding stands, and the loop
+/// that brings the wanted frames out of the decoder (file comment). A later clip of the same
+/// video may continue it (continue_with()) instead of opening the video again.
 class ClipSession {
  public:
   // Called with each wanted frame as it comes out: its position in `wanted` and the frame.
@@ -52,6 +53,17 @@ class ClipSession {
   ClipSession(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
               AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device = nullptr);
   ~ClipSession() { close_codec(); }
+
+  /// Whether run(wanted, ..., /*continued=*/true) may decode `wanted` by going on from where
+  /// the last run stopped: it succeeded, the end of the file was not reached, and every frame
+  /// of `wanted` lies after every frame whose packet the demuxer has already read (so no
+  /// packet it needs was skipped or passed) and after every frame the decoder gave out.
+  /// Decoding on from there gives the frames a fresh run gives (the references in between
+  /// were all decoded), and maybe_seek() still jumps ahead where a keyframe saves decoding.
+  bool can_continue(const std::vector<int64_t>& wanted) const;
+  const VideoInfo& info() const { return info_; }
+  /// The next run reads through `file` (the same video, opened again) and counts into `report`.
+  void rebind(const RandomAccessFile& file, VideoDecodeReport& report);
   ClipSession(const ClipSession&) = delete;
   ClipSession& operator=(const ClipSession&) = delete;
 
@@ -61,7 +73,10 @@ class ClipSession {
   /// frames of a clip cost only their parsing, and in an intra-only stream unwanted frames are
   /// not even sent to the decoder. A packet is judged by its timestamp, so a
   /// container whose timestamps cannot be trusted must not use it (see skip_possible()).
-  Status run(const std::vector<int64_t>& wanted, const Deliver& deliver, bool skip_unwanted = false);
+  /// `continued`: go on from where the last run stopped (can_continue() must hold) instead of
+  /// opening the container and the decoder again.
+  Status run(const std::vector<int64_t>& wanted, const Deliver& deliver, bool skip_unwanted = false,
+             bool continued = false);
 
  private:
   // (Re)opens the container and the decoder, positioned at the start of the file.
@@ -83,6 +98,9 @@ class ClipSession {
   // Reads the next packet of the stream and sends it to the decoder; at the end of the file (or
   // at a read error, as the ffmpeg CLI does) starts draining the decoder.
   Status feed();
+
+  // Records the frame of the packet just read in read_past_.
+  void note_read();
 
   // Whether the packet in packet_ holds a wanted frame (or one it cannot tell).
   bool packet_wanted() const;
@@ -113,12 +131,12 @@ class ClipSession {
 
   Status codec_error(int err) const;
 
-  const RandomAccessFile& file_;
+  const RandomAccessFile* file_;
   const VideoInfo& info_;
   const VideoDecoderOptions& options_;
   AVPacket* packet_;
   AVFrame* frame_;
-  VideoDecodeReport& report_;
+  VideoDecodeReport* report_;
   AVBufferRef* hw_device_;
   HwFormat hw_format_;
 
@@ -140,6 +158,8 @@ class ClipSession {
   bool skip_intra_ = false;     // an intra-only stream: packets of unwanted frames are not sent
   int64_t seek_back_ = 0;      // frames before a keyframe a seek aims at (kSeekBack)
   bool no_seeks_ = false;
+  int64_t read_past_ = -1;     // the highest frame index of a packet read (kUnknownRead: unknown)
+  bool ok_ = false;            // the last run delivered every frame it was asked for
 };
 
 }  // namespace hdl::detail::video

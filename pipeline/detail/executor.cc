@@ -1,6 +1,7 @@
 #include "pipeline/detail/executor.h"
 
 #include "media/cuda/allocator.h"
+#include "media/cache_file_system.h"
 #include "media/remote_file_system.h"
 #include "pipeline/detail/autotune.h"
 #include "pipeline/detail/core.h"
@@ -54,6 +55,17 @@ void check_options(const PipelineOptions& options) {
   if (options.max_failures < 0) throw ConfigError("max_failures must be >= 0");
 }
 
+// Where the readers open files: the caller's file system, else the default one (URLs too)
+// under options.cache's directory when it names one (else the environment's cache, if any).
+std::shared_ptr<FileSystem> pipeline_file_system(const PipelineOptions& options) {
+  if (options.file_system) return options.file_system;
+  try {
+    return default_file_system(options.cache);
+  } catch (const std::invalid_argument& e) {  // a bad cache_dir / cache_limit, or HDL_CACHE_*
+    throw ConfigError(e.what());
+  }
+}
+
 // The fingerprint that ties a saved state to this pipeline.
 uint64_t fingerprint_of(const ExecutorCore& c) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -76,7 +88,7 @@ uint64_t fingerprint_of(const ExecutorCore& c) {
 ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts, const OpRegistry& registry)
     : graph(Graph::build(spec, registry)),
       options(opts),
-      file_system(opts.file_system ? opts.file_system : default_file_system()),  // URLs too
+      file_system(pipeline_file_system(opts)),
       threads(resolve_threads(opts)),
       budget(threads),
       arena(threads, 0),
@@ -313,11 +325,12 @@ bool Executor::Core::process(Job& job, int64_t slot) {
     const EpochOrder& order = *job.order;
     const int64_t position = job.first_position + slot;
     const int64_t n = std::max<int64_t>(order.shard_size(), 1);
+    const bool stable_indices = graph.source_op().stable_indices();
     for (uint32_t attempt = 0;; ++attempt) {
       // A replacement is the next sample in epoch order (deterministic whatever the threads).
       const int64_t index = attempt == 0 ? order.dataset_index(position)
                                          : order.dataset_index((position + attempt) % n);
-      const SampleInfo info{job.epoch, position, index, attempt, &graph.source_op().dataset()};
+      const SampleInfo info{job.epoch, position, index, attempt, &graph.source_op().dataset(), stable_indices};
       Status st = run_sample(job, slot, info, ws);
       if (st.is_ok()) {
         job.dataset_indices[slot] = index;
@@ -548,6 +561,7 @@ void Executor::cancel_in_flight() {
 void Executor::reset(int64_t epoch, int64_t batch) {
   if (epoch < 0 || batch < 0) throw PipelineStateError("epoch and batch must be >= 0");
   cancel_in_flight();
+  core_->graph.source_op().start_at(epoch, batch * core_->options.batch_size);
   std::lock_guard position(position_mu_);
   epoch_ = sched_epoch_ = epoch;
   next_batch_ = sched_batch_ = batch;

@@ -61,6 +61,7 @@ struct VideoState final : OpState {
 /// Counters shared by the worker threads.
 struct VideoCounters {
   std::atomic<int64_t> probes{0}, clips{0}, frames_decoded{0}, seeks{0}, packets{0}, retries{0};
+  std::atomic<int64_t> continued{0};  // clips that went on from the thread's previous clip of the video
   const VideoMetadataCache* metadata = nullptr;  // the reader's metadata cache, if any
   void add(const VideoDecodeReport& r);
   std::vector<std::pair<std::string, int64_t>> list() const;

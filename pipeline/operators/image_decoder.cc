@@ -111,7 +111,7 @@ class ImageDecoderOp final : public Operator {
     DecodeRequest req;
     HDL_ASSIGN_OR_RETURN(FusedDecodeRegion region,
                          region_for(bytes, image, window, info.format == "jpeg" ? 8 : 1, args, st, req));
-    req.index_cache = index_.get();
+    req.index_cache = io.sample().stable_index ? index_.get() : nullptr;  // keyed by the sample index
     if (index_ && io.sample().dataset) index_->expect_files(io.sample().dataset->size());
     req.index_key = uint64_t(io.sample().dataset_index);
     req.index_every_file = random_crop_;

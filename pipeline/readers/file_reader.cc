@@ -36,12 +36,19 @@ class FileReader final : public SourceOperator {
     return Status::ok();
   }
 
+  void prepare(FileSystem& fs) override { file_system_ = &fs; }
+  /// The file system's counters (a remote store's requests and retries, the local cache's hits
+  /// and misses: media/remote_file_system.h, media/cache_file_system.h), as webdataset_reader's.
+  std::vector<std::pair<std::string, int64_t>> counters() const override {
+    return file_system_ ? file_system_->counters() : std::vector<std::pair<std::string, int64_t>>{};
+  }
   const Dataset& dataset() const override { return *dataset_; }
   const Sharding& sharding() const override { return sharding_; }
 
  private:
   std::shared_ptr<const Dataset> dataset_;  // shared with the spec when given in memory
   Sharding sharding_;
+  const FileSystem* file_system_ = nullptr;  // the pipeline's, from prepare(); read by counters() only
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "pipeline/readers/shard_sample.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "pipeline/readers/tar_archive.h"
 
@@ -59,6 +60,33 @@ Result<SampleGrouper::Step> SampleGrouper::add(std::string_view name, int64_t of
   current_ = *key;
   fields_.assign(1, *ext);
   return Step::kNewSample;
+}
+
+std::vector<std::string> split_field_names(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = std::min(s.find(';', start), s.size());
+    if (end > start) out.push_back(field_name(s.substr(start, end - start)));
+    start = end + 1;
+  }
+  return out;
+}
+
+Result<int64_t> parse_class_index(std::string_view t, std::string_view field, int64_t offset) {
+  const std::string at = offset >= 0 ? " at byte " + std::to_string(offset) : "";
+  if (t.size() > 64)
+    return Status::invalid_data("field \"" + std::string(field) + "\"" + at + " holds " + std::to_string(t.size()) +
+                                " bytes: not a class index");
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!t.empty() && space(t.front())) t.remove_prefix(1);
+  while (!t.empty() && space(t.back())) t.remove_suffix(1);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size())
+    return Status::invalid_data("field \"" + std::string(field) + "\"" + at + " is not a decimal integer: \"" +
+                                std::string(t.substr(0, 32)) + "\"");
+  return v;
 }
 
 }  // namespace hdl

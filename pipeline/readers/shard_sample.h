@@ -34,6 +34,15 @@ bool split_member_name(std::string_view name, std::string* key, std::string* ext
 /// lcase; other bytes as they are). For names a user gives (e.g. "JPG;PNG").
 std::string field_name(std::string_view s);
 
+/// Field names a user lists as ';'-separated alternatives ("jpg;JPEG;png"), each through
+/// field_name(), empty parts dropped.
+std::vector<std::string> split_field_names(std::string_view alternatives);
+
+/// A class index as webdataset decodes a "cls" field: decimal text, surrounding whitespace
+/// allowed. kInvalidData naming `field` and byte `offset` (omitted when < 0) otherwise, or when
+/// the text is over 64 bytes.
+Result<int64_t> parse_class_index(std::string_view text, std::string_view field, int64_t offset);
+
 /// Follows the members of one shard, in order, and says where each one goes.
 class SampleGrouper {
  public:

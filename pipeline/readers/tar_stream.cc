@@ -63,7 +63,7 @@ class ArchiveMemberStream : public MemberStream {
       const char* name = archive_entry_pathname(e);
       member_.name = name ? name : "";
       member_.size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
-      member_.header_offset = -1;
+      member_.header_offset = archive_read_header_position(a_);  // in the decompressed tar
       member_.data_offset = -1;
       if (member_.size < 0 || member_.size > limits_.max_member_bytes)
         return fail(tar_error(StatusCode::kResourceExhausted, shard_, key_of(member_.name), -1,
@@ -87,7 +87,7 @@ class ArchiveMemberStream : public MemberStream {
       got += r;
     }
     if (got != member_.size)
-      return fail(tar_error(StatusCode::kInvalidData, shard_, key_of(member_.name), -1,
+      return fail(tar_error(StatusCode::kInvalidData, shard_, key_of(member_.name), member_.header_offset,
                             "truncated tar: member data (" + std::to_string(member_.size) +
                                 " bytes) runs past the end of the stream (got " +
                                 std::to_string(got) + ")"));
@@ -104,6 +104,7 @@ class ArchiveMemberStream : public MemberStream {
       return -1;
     }
     *out = self->buffer_.data();
+    self->compressed_read_ += *r;
     return la_ssize_t(*r);
   }
   static std::string key_of(const std::string& name) {
@@ -119,8 +120,13 @@ class ArchiveMemberStream : public MemberStream {
     if (!source_error_.is_ok())
       return fail(source_error_.with_context("tar shard \"" + shard_ + "\""));
     const char* msg = archive_error_string(a_);
-    return fail(tar_error(StatusCode::kInvalidData, shard_, data_read_ ? "" : key_of(member_.name),
-                          offset, std::string("libarchive: ") + (msg ? msg : "unknown error")));
+    // The last member's header (the error is in it, its data or the header after it), in the
+    // decompressed tar; the key is that member's.
+    if (offset < 0) offset = std::max<int64_t>(member_.header_offset, 0);
+    return fail(tar_error(StatusCode::kInvalidData, shard_, member_.name.empty() ? "" : key_of(member_.name), offset,
+                          std::string("libarchive: ") + (msg ? msg : "unknown error") + " (at or after the member " +
+                              "whose header is at this byte of the decompressed tar; " +
+                              std::to_string(compressed_read_) + " bytes of the file read)"));
   }
 
   std::unique_ptr<ByteSource> source_;
@@ -131,6 +137,7 @@ class ArchiveMemberStream : public MemberStream {
   TarMember member_;
   bool data_read_ = true;
   bool done_ = false;
+  int64_t compressed_read_ = 0;  // bytes of the file handed to libarchive
   Status error_, source_error_;
 };
 
@@ -169,8 +176,10 @@ Status SampleStream::read_field(const TarMember& m, const std::string& ext, Stre
   f.ext = ext;
   f.member_name = m.name;
   f.data_offset = m.data_offset;
-  f.data.resize(size_t(m.size));
-  HDL_RETURN_IF_ERROR(members_->read_data(f.data.data()));
+  if (options_.read_data) {
+    f.data.resize(size_t(m.size));
+    HDL_RETURN_IF_ERROR(members_->read_data(f.data.data()));
+  }
   into->fields.push_back(std::move(f));
   return Status::ok();
 }

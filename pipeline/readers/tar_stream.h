@@ -9,7 +9,8 @@
 //
 // Samples are grouped as shard_sample.h says; every field's bytes are read into the sample.
 // Errors are the parsers' (tar_archive.h) and the grouper's, each naming shard, key and byte
-// offset; libarchive's messages are passed on after "libarchive: ".
+// offset; libarchive's messages are passed on after "libarchive: ", with the offset in the
+// decompressed tar where it stopped and how many compressed bytes had been read.
 //
 // Thread safety: a MemberStream or SampleStream is used by one thread at a time.
 #pragma once
@@ -75,6 +76,9 @@ struct SampleStreamOptions {
   /// Fields to keep (lower-case names); others are skipped without reading their bytes, as
   /// webdataset's group_by_keys(suffixes=...). Empty (the default): every field.
   std::vector<std::string> fields;
+  /// False: the kept fields are listed (ext, member name, offset) with empty data and their
+  /// bytes are skipped (counting a shard's samples). Can be changed between next() calls.
+  bool read_data = true;
 };
 
 /// Samples from a MemberStream.
@@ -86,6 +90,9 @@ class SampleStream {
   /// The next sample into *out (replacing its contents): true, or false at the end of the
   /// shard. After an error the stream is finished.
   Result<bool> next(StreamedSample* out);
+
+  /// Whether the following next() calls read the fields' bytes (SampleStreamOptions::read_data).
+  void set_read_data(bool read) { options_.read_data = read; }
 
  private:
   Status read_field(const TarMember& m, const std::string& ext, StreamedSample* into);

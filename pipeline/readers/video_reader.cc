@@ -93,14 +93,16 @@ std::vector<TensorSpec> VideoReader::infer_outputs(std::span<const TensorSpec>) 
 
 void VideoReader::prepare(FileSystem& fs) {
   if (!metadata_path_.empty()) load_metadata();
-  // The contiguous sampler needs every video's length to count its clips; with a metadata
-  // cache every sampler reads all of it now, so that the cache is complete once saved and
-  // the next run starts without a probe. Otherwise it is read on a video's first use.
+  // Every video's length is needed now, whatever the sampler: a video shorter than one clip is
+  // left out of the epoch's clip list, so the list (its length, order, shards, resume point)
+  // is known before the first sample. Probing is demuxing (no decoding), in parallel on the
+  // pipeline's threads; with a metadata cache only what the cache lacks is probed, and the
+  // cache is complete once saved, so the next run starts without a probe.
   clip_offsets_.clear();
-  if (sampling_.sampler != ClipSampler::kContiguous && !metadata_) return;
   const int64_t files = static_cast<int64_t>(file_entry_.size());
   tbb::enumerable_thread_specific<VideoDecoder> decoders(output_.decoder_options());
   tbb::parallel_for(int64_t{0}, files, [&](int64_t f) {
+    if (infos_->find(f)) return;  // a second prepare() of the same reader
     // A file that cannot be opened or probed is left to its samples, which report why.
     if (auto file = fs.open(dataset_->path(file_entry_[f])); file.is_ok())
       if (auto info = read_metadata(f, **file, decoders.local()); info.is_ok()) infos_->put(f, *std::move(info));
@@ -110,26 +112,39 @@ void VideoReader::prepare(FileSystem& fs) {
       std::fprintf(stderr, "hdl: %s: warning: the metadata cache was not saved (%s)\n", describe_.c_str(),
                    st.message().c_str());
   }
-  if (sampling_.sampler != ClipSampler::kContiguous) return;
   const int64_t videos = dataset_->size();
   clip_offsets_.assign(1, 0);
   clip_offsets_.reserve(static_cast<size_t>(videos) + 1);
-  for (int64_t v = 0; v < videos; ++v) clip_offsets_.push_back(clip_offsets_.back() + contiguous_clips_of(v));
+  std::vector<int64_t> short_entries;
+  for (int64_t v = 0; v < videos; ++v) {
+    const int64_t n = clips_of(v);
+    if (n < 0) short_entries.push_back(v);
+    clip_offsets_.push_back(clip_offsets_.back() + std::max<int64_t>(n, 0));
+  }
+  videos_too_short_ = static_cast<int64_t>(short_entries.size());
+  if (!short_entries.empty()) report_short_videos(short_entries);
 }
 
-int64_t VideoReader::num_samples() const {
-  if (sampling_.sampler == ClipSampler::kContiguous) return clip_offsets_.empty() ? 0 : clip_offsets_.back();
-  return dataset_->size() * sampling_.clips_per_video;
-}
+int64_t VideoReader::num_samples() const { return clip_offsets_.empty() ? 0 : clip_offsets_.back(); }
 
 int64_t VideoReader::file_index(int64_t sample) const {
-  if (sampling_.sampler != ClipSampler::kContiguous) return sample / sampling_.clips_per_video;
   return std::upper_bound(clip_offsets_.begin(), clip_offsets_.end(), sample) - clip_offsets_.begin() - 1;
+}
+
+std::vector<std::pair<std::string, int64_t>> VideoReader::counters() const {
+  std::vector<std::pair<std::string, int64_t>> c = counters_.list();
+  c.emplace_back("videos_too_short", videos_too_short_);
+  return c;
 }
 
 Status VideoReader::run(SampleIO& io) const {
   HDL_ASSIGN_OR_RETURN(const Clip clip, pick(io));
-  HDL_RETURN_IF_ERROR(output_.run(io, *static_cast<VideoState*>(io.state()), *clip.file, *clip.info, clip.frames, 0, counters_));
+  auto& st = *static_cast<VideoState*>(io.state());
+  // The thread's decoder keeps this video open: its next clip of it, if it lies ahead (the
+  // next clip of an ordered eval, a contiguous or uniform sampler), goes on decoding instead
+  // of starting again from the keyframe.
+  st.decoder.hold_session(clip.info);
+  HDL_RETURN_IF_ERROR(output_.run(io, st, *clip.file, *clip.info, clip.frames, 0, counters_));
   return write_clip_outputs(io, clip);
 }
 
@@ -141,8 +156,7 @@ Result<VideoReader::Clip> VideoReader::pick(SampleIO& io) const {
   const int64_t sample = io.sample().dataset_index;
   Clip c;
   c.video = file_index(sample);
-  const int64_t k = sampling_.sampler == ClipSampler::kContiguous ? sample - clip_offsets_[c.video]
-                                                                   : sample % sampling_.clips_per_video;
+  const int64_t k = sample - clip_offsets_[static_cast<size_t>(c.video)];
   auto& st = *static_cast<VideoState*>(io.state());
   HDL_ASSIGN_OR_RETURN(c.file, io.file_system().open(dataset_->path(c.video)));
   const int64_t f = file_of_[c.video];
@@ -223,11 +237,41 @@ Result<std::vector<int64_t>> VideoReader::frames_of(int64_t v, const VideoInfo& 
   return frames;
 }
 
-int64_t VideoReader::contiguous_clips_of(int64_t v) const {
+int64_t VideoReader::clips_of(int64_t v) const {
+  const bool contiguous = sampling_.sampler == ClipSampler::kContiguous;
+  const int64_t unknown = contiguous ? 1 : sampling_.clips_per_video;  // its samples say why
   const std::shared_ptr<const VideoInfo> info = infos_->find(file_of_[v]);
-  if (!info) return 1;
+  if (!info) return unknown;
+  if (!check_clip_fits(sampling_, *info).is_ok()) return -1;
+  if (!dataset_->has_segments()) return contiguous ? contiguous_clips(sampling_, timeline_length(*info, sampling_.frame_rate)) : unknown;
+  if (!contiguous) return unknown;
   const Result<TimelineRange> range = range_of(v, *info);
   return range.is_ok() ? contiguous_clips(sampling_, range->length()) : 1;
+}
+
+void VideoReader::report_short_videos(const std::vector<int64_t>& short_entries) const {
+  const int64_t span = sampling_.frames_per_clip == 0 ? 1 : sampling_.span();
+  auto length = [&](int64_t v) { return timeline_length(*infos_->find(file_of_[v]), sampling_.frame_rate); };
+  auto named = [&](int64_t v) {
+    return "\"" + std::string(dataset_->relative_path(v)) + "\" (" + std::to_string(length(v)) +
+           (sampling_.frame_rate > 0 ? " positions at the clip frame rate)" : " frames)");
+  };
+  const std::string needs = "one clip needs " + std::to_string(span) + (sampling_.frame_rate > 0 ? " positions" : " frames") +
+                            " (frames_per_clip " + std::to_string(sampling_.frames_per_clip) + ", step " +
+                            std::to_string(sampling_.step) + ")";
+  if (num_samples() == 0) {
+    const auto [lo, hi] = std::minmax_element(short_entries.begin(), short_entries.end(),
+                                              [&](int64_t a, int64_t b) { return length(a) < length(b); });
+    throw ConfigError(describe_ + ": no video is long enough for one clip: " + needs + "; the longest is " +
+                      named(*hi) + ", the shortest " + named(*lo));
+  }
+  std::string list;
+  constexpr size_t kNamed = 8;
+  for (size_t i = 0; i < short_entries.size() && i < kNamed; ++i) list += (i ? ", " : "") + named(short_entries[i]);
+  if (short_entries.size() > kNamed) list += " and " + std::to_string(short_entries.size() - kNamed) + " more";
+  std::fprintf(stderr, "hdl: %s: warning: %zu of %lld videos give no clip (as in torchvision's VideoClips), %s: %s\n",
+               describe_.c_str(), short_entries.size(), static_cast<long long>(dataset_->size()), needs.c_str(),
+               list.c_str());
 }
 
 VideoReader::~VideoReader() = default;
@@ -246,8 +290,10 @@ OpSchema video_reader_schema() {
           "are drawn inside each entry's segment only: the timeline positions whose time lies in [start, end); "
           "a segment that is empty, starts past its video's end or is shorter than a clip fails its samples "
           "(named, under the error policy; contiguous: no clips for one shorter than a clip). "
-          "Metadata is read once per video (contiguous or with a metadata_cache: at start, in parallel; else on "
-          "first use), never by decoding; metadata_cache keeps it on disk across runs. Optionally fused with "
+          "A video shorter than one clip gives no clip (as torchvision's VideoClips): it is left out of the epoch "
+          "(counted in the videos_too_short counter, named in one warning; no video long enough is an error). "
+          "Metadata is read once per video, at start, in parallel, never by decoding; metadata_cache keeps it on "
+          "disk across runs. Optionally fused with "
           "RandomResizedCrop / Resize / CenterCrop, one window per clip. "
           "Samples are clips: shuffling, sharding and the last-batch policy apply to clips.";
   s.is_source = true;
@@ -262,7 +308,7 @@ OpSchema video_reader_schema() {
       {"sampler", ArgType::kString, ArgValue("random"), "random, uniform or contiguous", one_of({"random", "uniform", "contiguous"})},
       {"clips_per_video", ArgType::kInt, ArgValue(1), "random and uniform: clips drawn from each video per epoch", at_least(1)},
       {"clip_stride", ArgType::kInt, ArgValue(1), "contiguous: timeline positions between clip starts (VideoClips' frames_between_clips)", at_least(1)},
-      {"metadata_cache", ArgType::kString, ArgValue(""), "a file keeping every video's metadata across runs (binary, versioned; keyed by the path relative to file_root, an entry valid while the file's size, modification time and a hash of its first and last 64 KiB are unchanged): read when the pipeline is built, every video missing from it or changed probed in parallel (with any sampler), and saved atomically (a temporary file renamed over it; processes sharing it: the last one wins) when something was added. A missing file is created, a corrupt one or one of another version rebuilt with one warning; a file that is not a metadata cache is refused. \"\": none (metadata is read once per run; contiguous: at start, else on first use)"},
+      {"metadata_cache", ArgType::kString, ArgValue(""), "a file keeping every video's metadata across runs (binary, versioned; keyed by the path relative to file_root, an entry valid while the file's size, modification time and a hash of its first and last 64 KiB are unchanged): read when the pipeline is built, every video missing from it or changed probed in parallel (with any sampler), and saved atomically (a temporary file renamed over it; processes sharing it: the last one wins) when something was added. A missing file is created, a corrupt one or one of another version rebuilt with one warning; a file that is not a metadata cache is refused. \"\": none (metadata is read once per run, at start)"},
   });
   for (ArgSchema& a : ops::sharding_args("clips")) s.args.push_back(std::move(a));
   for (ArgSchema& a : ops::clip_args()) s.args.push_back(std::move(a));

@@ -1,8 +1,11 @@
 // video_reader: a source operator whose samples are clips of the videos of a folder tree or a
 // file list (optionally segments of them). Which clips an epoch has comes from clip_sampler.h
-// (random, uniform, contiguous) and every video's metadata (probed once, optionally kept across
-// runs by video_metadata_cache.h); the order, shards and last batch from the pipeline's
-// EpochOrder, as for every source. Each clip is decoded by the operators' shared ClipOutput
+// (random, uniform, contiguous) and every video's metadata (probed once, in parallel, when the
+// reader prepares; optionally kept across runs by video_metadata_cache.h); the order, shards
+// and last batch from the pipeline's EpochOrder, as for every source. A video shorter than one
+// clip gives no clip (as torchvision's VideoClips): it is left out of the epoch's clip list at
+// prepare() (counted in videos_too_short, named in one warning), so that the epoch's length,
+// order, shards and resume are exact. Each clip is decoded by the operators' shared ClipOutput
 // (pipeline/operators/clip_output.h) on the pipeline's threads.
 //
 // The mixed reader (mixed_video_reader.cc) derives from VideoReader: the same clips, decoded
@@ -48,7 +51,9 @@ class VideoReader : public SourceOperator {
   int64_t file_index(int64_t sample) const override;
   Status run(SampleIO& io) const override;
   std::unique_ptr<OpState> make_state() const override;
-  std::vector<std::pair<std::string, int64_t>> counters() const override { return counters_.list(); }
+  /// The video counters, and videos_too_short: the videos left out because they are shorter
+  /// than one clip (known once prepare() has returned).
+  std::vector<std::pair<std::string, int64_t>> counters() const override;
   const Dataset& dataset() const override { return *dataset_; }
   const Sharding& sharding() const override { return sharding_; }
 
@@ -83,10 +88,15 @@ class VideoReader : public SourceOperator {
   Result<TimelineRange> range_of(int64_t v, const VideoInfo& info) const;
   Status segment_error(int64_t v, const Status& st) const;
   Result<std::vector<int64_t>> frames_of(int64_t v, const VideoInfo& info, int64_t k, RandomStream& rng) const;
-  // Contiguous: entry v's clips. One (failing) clip for a video that cannot be read or a
-  // segment that makes no sense, so that the error is reported when it runs instead of the
-  // entry vanishing unnoticed; none for a video or segment shorter than a clip (VideoClips).
-  int64_t contiguous_clips_of(int64_t v) const;
+  // Entry v's clips in an epoch. A video that cannot be read (or a segment that makes no
+  // sense) keeps its clips, which fail when they run with the reason, instead of the entry
+  // vanishing unnoticed. A video shorter than one clip has none (torchvision's VideoClips);
+  // contiguous: neither has a segment shorter than a clip (random and uniform: its clips fail,
+  // naming the segment and where it was listed).
+  int64_t clips_of(int64_t v) const;
+  // The videos shorter than one clip: one warning naming them; ConfigError when no entry has
+  // a clip at all and some were too short (naming the longest).
+  void report_short_videos(const std::vector<int64_t>& short_entries) const;
 
   std::shared_ptr<const Dataset> dataset_;  // shared with the spec when given in memory
   Sharding sharding_;
@@ -94,7 +104,8 @@ class VideoReader : public SourceOperator {
   ClipOutput output_;
   std::vector<int64_t> file_of_;       // entry -> file (entries naming one path share it)
   std::vector<int64_t> file_entry_;    // file -> its first entry
-  std::vector<int64_t> clip_offsets_;  // contiguous: first sample of each entry, and the total
+  std::vector<int64_t> clip_offsets_;  // first sample of each entry, and the total (prepare())
+  int64_t videos_too_short_ = 0;       // entries left out: videos shorter than one clip
   std::unique_ptr<VideoInfoCache> infos_;  // by file
   std::string describe_;               // `video_reader "name"`, for warnings
   std::string metadata_path_;          // metadata_cache, or empty

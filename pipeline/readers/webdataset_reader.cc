@@ -16,7 +16,6 @@
 // pipeline's error policy, so a bad shard is reported, named, and loses nothing else.
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cstdio>
 #include <list>
 #include <memory>
@@ -86,17 +85,6 @@ class OpenShards {
   std::list<std::pair<int32_t, std::shared_ptr<const RandomAccessFile>>> files_;  // most recent first
 };
 
-std::vector<std::string> split_alternatives(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t end = std::min(s.find(';', start), s.size());
-    if (end > start) out.push_back(field_name(std::string_view(s).substr(start, end - start)));
-    start = end + 1;
-  }
-  return out;
-}
-
 IndexCachePolicy parse_index_policy(const std::string& s) {
   if (s == "read_only") return IndexCachePolicy::kReadOnly;
   if (s == "rebuild") return IndexCachePolicy::kRebuild;
@@ -113,7 +101,7 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 class WebDatasetReader final : public SourceOperator {
  public:
   explicit WebDatasetReader(const NodeSpec& n)
-      : sharding_(ops::parse_sharding(n)), fields_(split_alternatives(n.get_string("field"))),
+      : sharding_(ops::parse_sharding(n)), fields_(split_field_names(n.get_string("field"))),
         label_field_(field_name(n.get_string("label_field"))), describe_(n.describe()) {
     if (fields_.empty()) throw ConfigError("argument \"field\" names no field (e.g. \"jpg;jpeg;png\")");
     skip_missing_ = n.get_string("missing_field") == "skip";
@@ -124,8 +112,8 @@ class WebDatasetReader final : public SourceOperator {
     if (names->empty()) throw ConfigError("argument \"urls\" names no shard");
     for (std::string& s : *names) {
       if (shard_compression(s) != ShardCompression::kNone)
-        throw ConfigError("argument \"urls\": \"" + s + "\" is compressed: webdataset_reader reads plain .tar shards "
-                          "(indexed); compressed shards can only be streamed");
+        throw ConfigError("argument \"urls\": \"" + s + "\" is compressed: mode \"indexed\" reads plain .tar shards; "
+                          "compressed shards can only be streamed (mode \"streaming\" or \"auto\")");
       shards_.push_back(root.empty() || s.front() == '/' || is_remote_url(s) ? s : root + "/" + s);
     }
   }
@@ -228,21 +216,13 @@ class WebDatasetReader final : public SourceOperator {
   // whitespace allowed; -1 when the sample has no label field or none was asked for.
   Result<int64_t> read_label(const RandomAccessFile& file, const FieldRef& f) const {
     if (f.size < 0) return int64_t{-1};
-    if (f.size > 64)
+    if (f.size > 64)  // not read (parse_class_index would refuse it too)
       return Status::invalid_data("field \"" + label_field_ + "\" at byte " + std::to_string(f.offset) + " holds " +
                                   std::to_string(f.size) + " bytes: not a class index");
     char text[64];
     if (Status st = read_exactly(file, f.offset, f.size, text); !st.is_ok())
       return Status(st.code(), "byte " + std::to_string(f.offset) + ": " + st.message());
-    std::string_view t(text, static_cast<size_t>(f.size));
-    while (!t.empty() && (t.front() == ' ' || t.front() == '\t' || t.front() == '\n' || t.front() == '\r')) t.remove_prefix(1);
-    while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\n' || t.back() == '\r')) t.remove_suffix(1);
-    int64_t v = 0;
-    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (t.empty() || ec != std::errc() || end != t.data() + t.size())
-      return Status::invalid_data("field \"" + label_field_ + "\" at byte " + std::to_string(f.offset) +
-                                  " is not a decimal integer: \"" + std::string(t.substr(0, 32)) + "\"");
-    return v;
+    return parse_class_index(std::string_view(text, size_t(f.size)), label_field_, f.offset);
   }
 
   const Status* shard_failure(int64_t sample) const {
@@ -274,7 +254,19 @@ class WebDatasetReader final : public SourceOperator {
   Dataset empty_ = Dataset::from_samples({}, {});
 };
 
+// Mode "auto": streaming when a shard is compressed (those have no useful offsets).
+bool streams(const NodeSpec& n) {
+  const std::string& mode = n.get_string("mode");
+  if (mode != "auto") return mode == "streaming";
+  Result<std::vector<std::string>> names = expand_shard_specs(n.get_strings("urls"));
+  if (!names.is_ok()) return false;  // the indexed reader's constructor says what is wrong
+  return std::any_of(names->begin(), names->end(),
+                     [](const std::string& s) { return shard_compression(s) != ShardCompression::kNone; });
+}
+
 }  // namespace
+
+std::unique_ptr<Operator> make_streaming_webdataset_reader(const NodeSpec& n);  // webdataset_stream_reader.cc
 
 OpSchema webdataset_reader_schema() {
   OpSchema s;
@@ -287,7 +279,11 @@ OpSchema webdataset_reader_schema() {
           "are one dataset: the global shuffle per (seed, epoch), the sample-level split across ranks "
           "(shard_id / num_shards), the last-batch policy and resume are exact, for any thread count. Plain .tar "
           "shards (ustar, GNU, PAX). A shard that cannot be read or indexed fails one sample, named, under the "
-          "error policy.";
+          "error policy. Streaming mode (mode=\"streaming\", or any compressed shard: .tar.gz, .tgz, .tar.bz2, .tar.xz, "
+          ".tar.zst): shards shuffled per (seed, epoch) and cut into contiguous per-rank ranges of the counted samples "
+          "(or split whole, rank::world, under a nominal epoch_samples), each read front to back through a bounded "
+          "shuffle buffer; the same order for any thread count; resume by replay from the epoch's start "
+          "(pipeline/readers/README.md).";
   s.is_source = true;
   s.outputs = {{"encoded", "the bytes of the sample's field (uint8, 1-D): the first of `field`'s alternatives"},
                {"label", "label_field's text as an integer (int64 scalar; -1 without one)"},
@@ -298,10 +294,16 @@ OpSchema webdataset_reader_schema() {
       {"field", ArgType::kString, ArgValue("jpg;jpeg;png;webp"), "output 0: the first of these ';'-separated fields (case-insensitive) the sample has"},
       {"label_field", ArgType::kString, ArgValue("cls"), "the field holding the class index as decimal text (\"\": none, label -1)"},
       {"missing_field", ArgType::kString, ArgValue("error"), "a sample without `field`: error (fails when it runs, under the error policy) or skip (left out of the dataset, counted)", one_of({"error", "skip"})},
+      {"mode", ArgType::kString, ArgValue("auto"), "indexed (plain .tar: every sample read directly; exact global shuffle and sample-level split), streaming (every shard read front to back, shuffled shards and a bounded shuffle buffer of shuffle_buffer samples, 1000 when 0; for storage where seeks cost; the only mode for compressed shards), or auto (streaming when a shard is compressed, else indexed)", one_of({"auto", "indexed", "streaming"})},
+      {"epoch_samples", ArgType::kInt, ArgValue(0), "streaming: samples per rank per epoch, nominal (webdataset's with_epoch: a rank's shards are read again when they hold fewer; nothing is counted, so reading starts at once; exactly-once per epoch is then not promised). 0: count every shard's samples in prepare() (plain tar: from the index; compressed: by decompressing it) and split them exactly", at_least(0)},
+      {"seed", ArgType::kInt, ArgValue(0), "streaming: the seed of the shard shuffle and the shuffle buffer (with the epoch); the same on every rank", at_least(0)},
       {"index", ArgType::kString, ArgValue("read_write"), "the shards' index sidecars: read_write (use a valid one, else build and save), read_only (never write), rebuild (always build and save), none (build in memory)", one_of({"read_write", "read_only", "rebuild", "none"})},
   };
   for (ArgSchema& a : ops::sharding_args("samples")) s.args.push_back(std::move(a));
-  s.create = [](const NodeSpec& n) { return std::make_unique<WebDatasetReader>(n); };
+  s.create = [](const NodeSpec& n) -> std::unique_ptr<Operator> {
+    if (streams(n)) return make_streaming_webdataset_reader(n);
+    return std::make_unique<WebDatasetReader>(n);
+  };
   return s;
 }
 

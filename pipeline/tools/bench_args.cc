@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+
+#include "media/cache_file_system.h"
 
 #include "pipeline/pipeline.h"
 
@@ -22,7 +25,8 @@ PIPELINE  resnet-train  decode + RandomResizedCrop 224 + random flip + normalize
           FILE.json     a pipeline spec (pipeline/spec_json.h); DATA replaces its reader's source
 DATA      an ImageFolder root (root/<class>/<file>; videos for the video pipelines), a file
           list ("relative/path label" lines), or WebDataset tar shards for the image pipelines
-          ("train-{000000..000099}.tar", "::"-joined lists; --file-root is their folder)
+          ("train-{000000..000099}.tar", "::"-joined lists; --file-root is their folder; compressed
+          shards, "train-{000000..000099}.tar.gz", are read in streaming mode)
 
 options:
   --batch-size N     samples per batch (256; video-decode 1, video-train 8)
@@ -55,6 +59,10 @@ options:
   --file-root DIR    root of a file list's relative paths (default: the list's folder)
   --skip-errors      replace unreadable samples (counted) instead of stopping
   --max-failures N   with --skip-errors: failed samples tolerated in all, then stop (100)
+  --cache-dir DIR    cache remote (http(s)://, s3://) shards and files in DIR, shared by every
+                     process naming it (default: $HDL_CACHE_DIR, else no cache); its hits,
+                     misses, bytes and evictions appear in the reader's counters
+  --cache-limit N    the most the cache holds: bytes, or 500M, 10G (10G)
   --json             print one JSON report on stdout
   --progress, --no-progress   force the live progress bar on stderr on / off (default: a TTY)
 )";
@@ -128,6 +136,15 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     else if (arg == "--file-root") a.file_root = text();
     else if (arg == "--skip-errors") a.skip_errors = true;
     else if (arg == "--max-failures") a.max_failures = number(0), a.max_failures_given = true;
+    else if (arg == "--cache-dir") a.cache_dir = text();
+    else if (arg == "--cache-limit") {
+      const std::string v = text();
+      try {
+        a.cache_limit = parse_byte_size(v, "--cache-limit");
+      } catch (const std::invalid_argument& e) {
+        fail(e.what());
+      }
+    }
     else if (arg == "--json") a.json = true;
     else if (arg == "--progress") a.progress = 1;
     else if (arg == "--no-progress") a.progress = 0;
@@ -140,6 +157,7 @@ BenchArgs parse_bench_args(int argc, char** argv) {
   if (a.data.empty()) fail("DATA is required");
   if (a.max_failures_given && !a.skip_errors)
     fail("--max-failures needs --skip-errors (without it the first failure stops the run)");
+  if (a.cache_limit > 0 && a.cache_dir.empty()) fail("--cache-limit needs --cache-dir");
   if (a.layout != "CHW" && a.layout != "HWC") fail("--layout must be CHW or HWC, got " + a.layout);
   const bool video = a.pipeline == "video-decode" || a.pipeline == "video-train";
   if (!a.metadata_cache.empty() && !video) fail("--metadata-cache is for video-decode and video-train");

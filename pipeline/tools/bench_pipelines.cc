@@ -5,15 +5,18 @@
 #include <sstream>
 
 #include "pipeline/errors.h"
+#include "pipeline/readers/tar_stream.h"
 #include "pipeline/spec_json.h"
 
 namespace hdl::tools {
 namespace {
 
-// True when DATA names WebDataset tar shards (a .tar, brace-expanded or "::"-joined spec).
+// True when DATA names WebDataset tar shards (a .tar or a compressed .tar.gz, .tgz, ... shard,
+// read in streaming mode; a brace-expanded or "::"-joined spec).
 bool is_shard_spec(const std::string& data) {
-  return data.find(".tar") != std::string::npos &&
-         (data.ends_with(".tar") || data.find('{') != std::string::npos || data.find("::") != std::string::npos);
+  return (data.find(".tar") != std::string::npos || data.find(".tgz") != std::string::npos) &&
+         (data.ends_with(".tar") || shard_compression(data) != ShardCompression::kNone ||
+          data.find('{') != std::string::npos || data.find("::") != std::string::npos);
 }
 
 // The image reader for args.data: file_reader over an ImageFolder root or a file list, or

@@ -142,6 +142,8 @@ int run(BenchArgs args) {
   options.seed = args.seed;
   options.on_error = args.skip_errors ? ErrorPolicy::kSkip : ErrorPolicy::kRaise;
   options.max_failures = args.max_failures;
+  options.cache.dir = args.cache_dir;
+  if (args.cache_limit > 0) options.cache.limit_bytes = args.cache_limit;
   if (args.device.rfind("cuda:", 0) == 0) {
     try {
       options.device_id = std::stoi(args.device.substr(5));
@@ -175,7 +177,10 @@ int run(BenchArgs args) {
   r.threads = args.threads > 0 ? args.threads : r.cores;
   r.dataset_images = pipe.num_samples();  // clips for a video reader
   r.dataset_files = pipe.dataset().size();
-  r.video = pipe.num_samples() != pipe.dataset().size() || args.pipeline.rfind("video", 0) == 0;
+  // A streaming webdataset_reader's dataset is its shards: its samples are not clips.
+  bool shards = false;
+  for (const NodeSpec& n : spec.nodes()) shards |= n.op == "webdataset_reader";
+  r.video = (pipe.num_samples() != pipe.dataset().size() && !shards) || args.pipeline.rfind("video", 0) == 0;
   r.classes = static_cast<int64_t>(pipe.dataset().classes().size());
   const int64_t per_epoch = pipe.batches_per_epoch();
   const int64_t total_batches = args.iterations > 0 ? args.iterations : per_epoch * args.epochs;

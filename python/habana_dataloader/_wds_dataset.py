@@ -1,6 +1,7 @@
-"""The dataset registry's WebDataset kind: a habana_dataloader.WebDataset over local tar shards,
-read natively by the webdataset_reader operator (indexed), its image transform mapped as an
-ImageFolder's is.
+"""The dataset registry's WebDataset kind: a habana_dataloader.WebDataset over tar shards (on local
+disk, or http(s):// and s3:// URLs, through the local cache of WebDataset(cache_dir=...) when
+given), read natively by the webdataset_reader operator (indexed), its image transform mapped
+as an ImageFolder's is.
 
 What runs natively: ``WebDataset(urls, ...)`` with ``.shuffle(n)`` (any number),
 ``.decode("pil")``, ``.to_tuple(IMAGE, LABEL)`` and ``.map_tuple(transform, None)`` (or no
@@ -14,6 +15,14 @@ samples; an exact global shuffle in place of webdataset's buffers), split across
 torch.distributed job as DistributedSampler splits (padded by wrapping, so that every rank gets
 the same number of batches). ``epoch_order`` takes how many samples the job had consumed (all
 ranks) so that a state saved with one world size resumes with another.
+
+Streaming (``native_mode="streaming"``, or "auto" with compressed shards such as .tar.gz): the
+reader's own order instead (webdataset_reader's streaming mode, pipeline/readers/shard_stream.h):
+the shards shuffled per (seed, epoch) when the WebDataset shuffles, cut into contiguous per-rank
+ranges of their counted samples (equal counts, padded; each sample once per epoch), each read
+front to back through a buffer of ``.shuffle(n)``'s n samples. ``with_epoch(n)`` makes it n
+samples per rank without counting (reading starts at once; shards split whole, rank::world, and
+read again as needed). Resuming mid-epoch replays each rank's stream: the same world size only.
 """
 
 from __future__ import annotations
@@ -62,18 +71,35 @@ def epoch_order(num_samples: int, shuffle: bool, seed: int, epoch: int, rank: in
     return padded[rank::world]
 
 
-def _stage_reasons(ds: WebDataset) -> Tuple[List[str], Optional[Tuple[str, str]], Any, bool]:
+_COMPRESSED = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar.zst")
+
+
+def streams(ds: WebDataset) -> bool:
+    """Whether the native reader streams the shards (front to back, shuffled shards and a
+    bounded buffer) rather than indexing them: native_mode "streaming", or "auto" with a
+    compressed shard (those are streamed only)."""
+    mode = getattr(ds, "native_mode", "auto")
+    if mode != "auto":
+        return mode == "streaming"
+    return any(u.lower().endswith(_COMPRESSED) for u in ds.urls)
+
+
+def _stage_reasons(ds: WebDataset) -> Tuple[List[str], Optional[Tuple[str, str]], Any, bool, int]:
     """Why the WebDataset's stages cannot run natively (empty: they can), the (image, label)
-    fields, the image transform, and whether it shuffles."""
+    fields, the image transform, whether it shuffles, and its sample buffer (.shuffle(n)'s n,
+    0 without; the streaming mode's shuffle_buffer)."""
     reasons: List[str] = []
     keys: Optional[Tuple[str, str]] = None
     transform: Any = None
     decoded = mapped = False
     shuffle = ds.shardshuffle > 0
+    buffer = 0
+    stream = streams(ds)
     for stage in ds.stages:
         name, args = stage.name, stage.args
         if name == "shuffle":
             shuffle = True
+            buffer = max(buffer, int(args["size"]))
         elif name == "decode":
             handlers = args["handlers"]
             if list(handlers) != ["pil"] or args["pre"] or args["post"] or args["only"] or args["partial"]:
@@ -108,23 +134,33 @@ def _stage_reasons(ds: WebDataset) -> Tuple[List[str], Optional[Tuple[str, str]]
         reasons.append("no .to_tuple(image field, label field)")
     elif not decoded and transform is not None:
         reasons.append("the transform gets undecoded bytes (no .decode(\"pil\") before .map_tuple())")
-    if ds.nsamples > 0:
-        reasons.append(".with_epoch() is set")
+    if ds.nsamples > 0 and not stream:
+        reasons.append(".with_epoch() is set (native_mode=\"streaming\" takes it as the samples per rank)")
+    if ds.repetitions != 1 and not (stream and ds.nsamples > 0):  # with_epoch repeats the shards
+        reasons.append(".repeat() is set")
     if ds.handler is not reraise_exception:
         reasons.append("WebDataset(handler=...) is given (HabanaDataLoader's on_error decides what a bad sample does)")
     if ds.select_files is not None or ds.rename_files is not None:
         reasons.append("select_files or rename_files is given")
     for url in ds.urls:
-        if not url.endswith(".tar") or "://" in url and not url.startswith("file://"):
-            reasons.append(f"shard {url!r} is not a local plain .tar (the native reader indexes those)")
+        remote = url.startswith(("http://", "https://", "s3://"))  # read (and cached) by the C++ reader
+        if "://" in url and not url.startswith("file://") and not remote:
+            reasons.append(f"shard {url!r} is not a local file, http(s):// or s3://")
             break
-    return reasons, keys, transform, shuffle
+        if not url.endswith(".tar") and not (stream and url.lower().endswith(_COMPRESSED)):
+            reasons.append(f"shard {url!r} is not a .tar (indexed) nor, in streaming mode, a compressed tar "
+                           f"({', '.join(_COMPRESSED)})" if stream else
+                           f"shard {url!r} is not a plain .tar (the native reader indexes those; "
+                           f"native_mode=\"streaming\" reads compressed ones)")
+            break
+    return reasons, keys, transform, shuffle, buffer
 
 
 def read(ds: WebDataset, indices: Optional[List[int]], opts: Options) -> NativeDataset:
     """The native reading of a WebDataset: webdataset_reader over its shards, then its image
     transform's graph (or every reason there is none)."""
-    reasons, keys, transform, shuffle = _stage_reasons(ds)
+    reasons, keys, transform, shuffle, buffer = _stage_reasons(ds)
+    stream = streams(ds)
     if indices is not None:
         reasons.append("a Subset of a WebDataset")
     urls = [u[len("file://"):] if u.startswith("file://") else u for u in ds.urls]
@@ -133,16 +169,32 @@ def read(ds: WebDataset, indices: Optional[List[int]], opts: Options) -> NativeD
         return data
     image_field, label_field = keys
 
-    def read_shards(samples: Any, last_batch: str, stage: str = "cpu"):
-        encoded, labels, _ = fn.webdataset_reader(urls=samples, field=image_field, label_field=label_field,
-                                                  shuffle=False, last_batch=last_batch)
+    order = _IterableOrder(shuffle, ds, stream)
+
+    def read_shards(samples: Any, last_batch: str, stage: str = "cpu", seed: int = 0):
+        if not stream:
+            encoded, labels, _ = fn.webdataset_reader(urls=samples, field=image_field, label_field=label_field,
+                                                      shuffle=False, last_batch=last_batch)
+            return encoded, labels
+        # Streaming: the reader splits the shards across the ranks and shuffles (shards, then a
+        # buffer of .shuffle(n)'s n samples; shardshuffle alone: shards only); every rank gets
+        # as many samples (padded), counted first unless with_epoch gave the rank's number.
+        rank, world = rank_and_world()
+        encoded, labels, _ = fn.webdataset_reader(
+            urls=samples, field=image_field, label_field=label_field, mode="streaming", shuffle=shuffle,
+            shuffle_buffer=buffer if buffer > 0 else 1, seed=order.seed(seed, world), shard_id=rank,
+            num_shards=world, pad_shards=world > 1, epoch_samples=max(ds.nsamples, 0), last_batch=last_batch)
         return encoded, labels
 
     data.read = read_shards
-    data.iterable = _IterableOrder(shuffle, ds)
+    data.iterable = order
     data.notes.append("a WebDataset's images are decoded to RGB, as ImageFolder's loader does (webdataset's "
                       "\"pil\" keeps grayscale and CMYK images in their mode)")
-    if shuffle:
+    if stream:
+        data.notes.append("a streamed WebDataset's shards are split across the ranks as contiguous ranges of the "
+                          "samples of the shuffled shards (equal counts, each sample once per epoch), not "
+                          "webdataset's whole shards per rank")
+    elif shuffle:
         data.notes.append("a WebDataset's shuffle is an exact shuffle of every sample per (seed, epoch), in place of "
                           "webdataset's shard and sample buffers")
     map_transform(data, transform, opts)
@@ -152,8 +204,9 @@ def read(ds: WebDataset, indices: Optional[List[int]], opts: Options) -> NativeD
 class _IterableOrder:
     """What the loader asks of an iterable dataset kind: each epoch's order on this rank."""
 
-    def __init__(self, shuffle: bool, ds: WebDataset):
+    def __init__(self, shuffle: bool, ds: WebDataset, stream: bool = False):
         self.shuffle = shuffle
+        self.stream = stream
         self.dataset_seed = ds.seed if getattr(ds, "seed_given", False) else None
 
     def seed(self, loader_seed: int, world: int) -> int:
@@ -167,4 +220,13 @@ class _IterableOrder:
     def order(self, num_samples: int, loader_seed: int, epoch: int, consumed: int = 0,
               rank_world: Optional[Tuple[int, int]] = None) -> np.ndarray:
         rank, world = rank_world if rank_world is not None else rank_and_world()
+        if self.stream:
+            # The reader's own order: its num_samples are this rank's stream positions, split and
+            # shuffled by the reader. A resume replays the epoch's stream on each rank, which
+            # needs the same world size.
+            if consumed:
+                raise ValueError("a streamed WebDataset (native_mode \"streaming\" or compressed shards) resumes "
+                                 "mid-epoch only with the world size it was saved with (each rank replays its own "
+                                 "stream); use plain .tar shards (indexed) for an elastic resume")
+            return np.arange(num_samples, dtype=np.int64)
         return epoch_order(num_samples, self.shuffle, self.seed(loader_seed, world), epoch, rank, world, consumed)

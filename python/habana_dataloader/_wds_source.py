@@ -139,8 +139,15 @@ def expand_urls(urls: Any) -> List[str]:
     if not out:
         raise ValueError(f"WebDataset: no shards in {urls!r}")
     for u in out:
-        local_path(u)  # unsupported schemes fail now, not in a worker
+        if not is_remote(u):
+            local_path(u)  # unsupported schemes fail now, not in a worker
     return out
+
+
+def is_remote(url: str) -> bool:
+    """http(s):// and s3:// shards: read by HabanaDataLoader's native reader (the C++ remote file
+    systems, with the local cache of WebDataset(cache_dir=...)), not by the Python iteration."""
+    return url.lower().startswith(("http://", "https://", "s3://"))
 
 
 def local_path(url: str) -> str:
@@ -153,6 +160,9 @@ def local_path(url: str) -> str:
         return parsed.path
     if parsed.scheme == "" or len(parsed.scheme) == 1:  # a path (C:\ on Windows)
         return url
+    if is_remote(url):
+        raise ValueError(f"WebDataset: shard {url!r}: remote shards are read by HabanaDataLoader (natively) only; "
+                         "iterated in Python (torch's DataLoader), a WebDataset reads local paths and file:// URLs")
     raise ValueError(f"WebDataset: shard {url!r}: only local paths and file:// URLs are read for now "
                      "(use webdataset.WebDataset for pipe:, http:, s3:, ...)")
 

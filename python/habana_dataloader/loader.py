@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import random
 import warnings
 from typing import Any, Dict, List, Optional, TypeVar, Union
@@ -243,6 +244,11 @@ class HabanaDataLoader(DataLoader[T_co]):
             so a seed repeats the batches, and restored after), so a heavy one bounds the
             loader's rate where torch's worker processes would run it in parallel: off by
             default.
+        cache_dir, cache_limit: a local cache of remote (http(s)://, s3://) files and shards,
+            shared by the ranks and processes of the machine naming the same directory;
+            cache_limit in bytes or "500M", "10G" (default: the dataset's own, as
+            ``WebDataset(cache_dir=...)``, else $HDL_CACHE_DIR / $HDL_CACHE_LIMIT, else none;
+            ``Pipeline``'s and the C++ ``PipelineOptions::cache``'s meaning).
 
     torch's arguments on the native path: ``timeout`` is a deadline per batch (RuntimeError
     "DataLoader timed out after N seconds", as torch's); ``num_workers`` caps the tuned thread
@@ -263,7 +269,7 @@ class HabanaDataLoader(DataLoader[T_co]):
                  device: Optional[str] = None, seed: Optional[int] = None,
                  on_error: str = "raise", strict: bool = False, jpeg_index_mb: int = 512,
                  python_tail: bool = False, decoder: str = "auto", threads: Optional[int] = None,
-                 **torch_kwargs: Any):
+                 cache_dir: Optional[str] = None, cache_limit: Any = None, **torch_kwargs: Any):
         unknown = sorted(set(torch_kwargs) - _TORCH_PARAMS)
         if unknown:
             raise TypeError(f"HabanaDataLoader.__init__() got an unexpected keyword argument {unknown[0]!r}")
@@ -305,6 +311,12 @@ class HabanaDataLoader(DataLoader[T_co]):
             warnings.simplefilter("always")
             super().__init__(**targs)
         self.jpeg_index_mb = jpeg_index_mb
+        if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+            raise TypeError(f"HabanaDataLoader() argument 'cache_dir' must be a path, got {type(cache_dir).__name__}")
+        # The loader's cache, else the dataset's (WebDataset(cache_dir=...)); checked once here.
+        self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else getattr(dataset, "cache_dir", None)
+        self.cache_limit = (_C.parse_byte_size(cache_limit) if cache_limit is not None
+                            else getattr(dataset, "cache_limit", None))
         self.python_tail = bool(python_tail)
         self.decoder = decoder
         self._hw_decode = False  # JPEGs on the GPU's hardware engines (the mixed stage)
@@ -488,7 +500,8 @@ class HabanaDataLoader(DataLoader[T_co]):
         pipe = Pipeline(batch_size=self._batch_size, num_threads=self.num_threads,
                         prefetch_depth=self._prefetch, seed=seed, on_error=self._error_policy,
                         max_threads=self._max_threads,
-                        device=self._device if gpu else "cpu")
+                        device=self._device if gpu else "cpu", cache_dir=self.cache_dir,
+                        cache_limit=self.cache_limit)
         with pipe:
             if self._video is not None:
                 reader_stage = "mixed" if gpu and self._hw_decode else "cpu"
@@ -499,7 +512,9 @@ class HabanaDataLoader(DataLoader[T_co]):
                 pipe.build()
                 self._pipelines_built += 1
                 return pipe
-            files, labels = self._data.read(self._sample_list, self._last_batch)
+            # An iterable dataset kind's reader may shuffle by itself (a streamed WebDataset): its seed.
+            files, labels = self._data.read(self._sample_list, self._last_batch,
+                                            **({"seed": seed} if self._data.iterable is not None else {}))
             images = self._wire(files)
             moved = _gpu_tail(images, self._gpu_limit if self._gpu_limit is not None else 1 << 30) if gpu else []
             if gpu and self._hw_decode:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -118,6 +119,10 @@ class Pipeline:
             one CUDA stream, kernels per batch), and every output is a CUDA tensor on it, ordered
             on torch's current stream without blocking the host. A graph without gpu nodes
             moves its outputs there after each batch.
+        cache_dir: a local directory caching the remote (s3://, http(s)://) objects read, shared
+            by the processes of the machine naming it (default: $HDL_CACHE_DIR, else none).
+        cache_limit: the most the cache holds: bytes, or "500M", "10G" (default:
+            $HDL_CACHE_LIMIT, else 10 GiB). See media/cache_file_system.h.
         max_threads: with num_threads="auto", the most threads it may choose (None: the CPUs
             this process may use, ``available_cpus()``).
         prefetch_memory_budget: with prefetch_depth="auto", the bytes of batches it may hold
@@ -130,6 +135,7 @@ class Pipeline:
     def __init__(self, batch_size: int = 32, num_threads: Any = 0, prefetch_depth: Any = 2,
                  seed: int = 0, on_error: str = "raise", max_failures: int = 100, *,
                  output: str = "torch", device: str = "cpu", max_cached_bytes: Optional[int] = None,
+                 cache_dir: Optional[str] = None, cache_limit: Any = None,
                  max_threads: Optional[int] = None, prefetch_memory_budget: Optional[int] = None):
         num_threads = auto_or_int(num_threads, "num_threads", 0, "Pipeline")
         prefetch_depth = auto_or_int(prefetch_depth, "prefetch_depth", 1, "Pipeline")
@@ -149,6 +155,10 @@ class Pipeline:
         self.device, self._device_id = _device(device)  # outputs go to device; the gpu stage runs on the id
         self.output, self.max_cached_bytes = output, max_cached_bytes
         self.max_threads, self.prefetch_memory_budget = max_threads, prefetch_memory_budget
+        if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+            raise TypeError(f"Pipeline() argument 'cache_dir' must be a path, got {type(cache_dir).__name__}")
+        self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else None
+        self.cache_limit = _C.parse_byte_size(cache_limit) if cache_limit is not None else None
         self._outputs: Optional[List[DataNode]] = None
         self._native: Optional[_C.Pipeline] = None
         self._batch_fns: List[_Node] = []
@@ -262,7 +272,8 @@ class Pipeline:
         options = {"batch_size": self.batch_size, "num_threads": _native_count(self.num_threads),
                    "prefetch_depth": _native_count(self.prefetch_depth), "seed": self.seed,
                    "on_error": self._error_policy, "max_failures": self.max_failures,
-                   "max_cached_bytes": self.max_cached_bytes, "max_threads": self.max_threads,
+                   "max_cached_bytes": self.max_cached_bytes, "cache_dir": self.cache_dir,
+                   "cache_limit": self.cache_limit, "max_threads": self.max_threads,
                    "prefetch_memory_budget": self.prefetch_memory_budget}
         self._gpu_stage = any(n.stage in ("gpu", "mixed") for n in nodes)  # a device stage
         options["device_id"] = self._device_id or 0

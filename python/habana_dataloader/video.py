@@ -96,8 +96,15 @@ class VideoList(Dataset):
     ``frames_per_clip`` positions ``step`` apart (0: the whole video or segment); span S =
     (frames_per_clip - 1) * step + 1. Clips, as video_reader makes them:
 
-    - ``sampler="random"``: ``clips_per_video`` clips per entry (``len`` = entries *
-      clips_per_video; clip i is clip i % clips_per_video of entry i // clips_per_video),
+    Every video is probed at construction (in parallel, ``probe_threads``; free with a
+    ``metadata_cache``), as video_reader does when it prepares: a video shorter than one clip
+    gives no clip (torchvision's VideoClips), is left out of ``len`` and the clip indices, is
+    listed in ``videos_too_short`` and named in one ``RuntimeWarning``; when no video has a
+    clip, construction raises ``habana_dataloader.DataError`` naming the longest and the
+    shortest.
+
+    - ``sampler="random"``: ``clips_per_video`` clips per entry (``len`` = entries with clips *
+      clips_per_video; clip i is clip i % clips_per_video of the (i // clips_per_video)-th),
       each starting uniformly in [0, L - S], drawn anew at every ``__getitem__``: from torch's
       global RNG (which torch's DataLoader seeds per worker from its base seed, so
       ``torch.manual_seed`` reproduces a run), or with ``seed=`` from a generator seeded by
@@ -105,12 +112,11 @@ class VideoList(Dataset):
     - ``sampler="uniform"``: ``clips_per_video`` starts floor(linspace(0, L - S, K)), as
       torchvision's UniformClipSampler (the first clip for K = 1);
     - ``sampler="contiguous"``: every clip, starts 0, clip_stride, 2 * clip_stride, ... (VideoClips'
-      clips with frames_between_clips = clip_stride); each video is probed at construction
-      (in parallel, ``probe_threads``) to count them; a video that cannot be read, or a bad
+      clips with frames_between_clips = clip_stride); a video that cannot be read, or a bad
       segment, counts one clip, whose ``__getitem__`` raises with the reason, as
       video_reader does; a video or segment shorter than a clip has none.
 
-    A video or segment shorter than a clip, a bad segment (end not after start, negative
+    A segment shorter than a clip (random, uniform), a bad segment (end not after start, negative
     start, starting at or past the video's end, no frame inside), or a video that cannot be
     read raises ``habana_dataloader.DataError`` (a RuntimeError) naming the file (and the
     segment and entry). The decoded metadata of the last ``cache_videos`` videos is kept per
@@ -213,13 +219,13 @@ class VideoList(Dataset):
         self._sources = sources  # where each entry was listed (from_file_list), for messages
         self._cache: "OrderedDict[str, Any]" = OrderedDict()  # path -> _C.VideoInfo
         self._lock = threading.Lock()
-        self._offsets: Optional[np.ndarray] = None  # contiguous: first clip of each entry, and the total
+        self._offsets: Optional[np.ndarray] = None  # the first clip of each entry, and the total
         self.metadata_cache = os.fspath(metadata_cache) if metadata_cache is not None else None
         self._meta: Optional[Any] = None  # the _C.VideoMetadataCache, loaded on first use
+        self.videos_too_short: List[str] = []  # entries left out: videos shorter than one clip
         if self.metadata_cache is not None:
             self._read_all_metadata(probe_threads)
-        if sampler == "contiguous":
-            self._offsets = self._count_clips(probe_threads)
+        self._offsets = self._count_clips(probe_threads)
 
     # ---- clips -------------------------------------------------------------------------
     @property
@@ -281,26 +287,58 @@ class VideoList(Dataset):
                               stacklevel=3)
 
     def _count_clips(self, threads: Optional[int]) -> np.ndarray:
+        """Every entry's clips, as video_reader counts them when it prepares: a video shorter
+        than one clip has none (torchvision's VideoClips; -1 below marks it); a video that
+        cannot be read keeps its clips, which raise with the reason; contiguous: a segment
+        shorter than a clip has none, a bad one one (failing) clip."""
+        contiguous = self.sampler == "contiguous"
+        unknown = 1 if contiguous else self.clips_per_video
+
         def count(v: int) -> int:
             try:
-                timeline, _ = self._positions(v, self.video_info(v))
+                info = self.video_info(v)
+                whole = len(info.timeline(self.frame_rate or 0.0))
+                if whole < self.span:
+                    return -1
+                if not contiguous:
+                    return unknown
+                timeline, _ = self._positions(v, info)
             except (RuntimeError, ValueError):
-                return 1  # fails in __getitem__ with the reason, as video_reader's sample does
+                return unknown  # fails in __getitem__ with the reason, as video_reader's sample does
             length = len(timeline)
             if self.frames_per_clip == 0:
                 return 1 if length > 0 else 0
             return 0 if length < self.span else (length - self.span) // self.clip_stride + 1
 
         n = len(self.samples)
-        workers = max(1, min(threads or os.cpu_count() or 1, n))
+        workers = max(1, min(threads or os.cpu_count() or 1, n or 1))
         with ThreadPoolExecutor(workers) as pool:  # probing releases the GIL
             counts = list(pool.map(count, range(n)))
+        short = [v for v, c in enumerate(counts) if c < 0]
+        self.videos_too_short = [self.samples[v][0] for v in short]
+        counts = [max(c, 0) for c in counts]
+        if short:
+            self._report_short(short, sum(counts))
         return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
 
+    def _report_short(self, short: List[int], clips: int) -> None:
+        """One warning naming the videos shorter than one clip (video_reader's words); a
+        DataError when no entry has a clip, naming the longest and the shortest."""
+        name = type(self).__name__
+        unit = " positions" if self.frame_rate else " frames"
+        needs = (f"one clip needs {self.span}{unit} (frames_per_clip {self.frames_per_clip}, step {self.step})")
+        length = {v: len(self.video_info(v).timeline(self.frame_rate or 0.0)) for v in short}
+        named = lambda v: (f'"{self.samples[v][0]}" ({length[v]}'
+                           f'{" positions at the clip frame rate" if self.frame_rate else " frames"})')
+        if clips == 0:
+            raise _data_error(f"{name}(): no video is long enough for one clip: {needs}; the longest is "
+                              f"{named(max(short, key=length.get))}, the shortest {named(min(short, key=length.get))}")
+        listed = ", ".join(named(v) for v in short[:8]) + (f" and {len(short) - 8} more" if len(short) > 8 else "")
+        warnings.warn(f"{name}: {len(short)} of {len(self.samples)} videos give no clip (as in torchvision's "
+                      f"VideoClips), {needs}: {listed}", RuntimeWarning, stacklevel=4)
+
     def __len__(self) -> int:
-        if self._offsets is not None:
-            return int(self._offsets[-1])
-        return len(self.samples) * self.clips_per_video
+        return int(self._offsets[-1])
 
     def clip_location(self, index: int) -> Tuple[int, int]:
         """(entry, k): clip ``index`` is the k-th clip of entry ``entry`` (``samples[entry]``)."""
@@ -309,10 +347,8 @@ class VideoList(Dataset):
             index += n
         if not 0 <= index < n:
             raise IndexError(f"clip index {index} is out of range for a {type(self).__name__} of {n} clips")
-        if self._offsets is not None:
-            v = int(np.searchsorted(self._offsets, index, side="right")) - 1
-            return v, index - int(self._offsets[v])
-        return index // self.clips_per_video, index % self.clips_per_video
+        v = int(np.searchsorted(self._offsets, index, side="right")) - 1
+        return v, index - int(self._offsets[v])
 
     def video_info(self, video: int):
         """``samples[video]``'s ``_C.VideoInfo`` (probed once per file, kept in a per-process cache)."""

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
+from . import _C
 from ._wds_decode import Decoder, ImageHandler, basichandlers
 from ._wds_source import StopShards, brace_expand, expand_urls, shard_samples, worker_info
 
@@ -264,6 +265,18 @@ class WebDataset(IterableDataset):
     return True to go on with the next shard, False to end the epoch, or raise) decides.
     ``empty_check``: an epoch (of this worker) without samples is a ValueError.
 
+    ``cache_dir`` / ``cache_limit`` (bytes, or "500M", "10G"): when HabanaDataLoader reads
+    this dataset natively, remote shards (http(s)://, s3://) are cached in that local directory,
+    shared by the ranks and processes of the machine (media/cache_file_system.h; default:
+    $HDL_CACHE_DIR / $HDL_CACHE_LIMIT, else none).
+
+    ``native_mode`` (not webdataset's) is how HabanaDataLoader reads the shards natively:
+    "indexed" (plain .tar: every sample read directly, an exact global shuffle), "streaming"
+    (every shard front to back, shuffled shards and ``.shuffle(n)``'s buffer of n samples;
+    ``with_epoch(n)`` is then n samples per rank, read without counting first), or "auto"
+    (streaming when a shard is compressed, .tar.gz and the like, else indexed). torch's
+    DataLoader ignores it.
+
     Fluent calls return a new dataset with one more recorded ``Stage(name, args)`` in
     ``stages``: shuffle, decode, map, map_dict, map_tuple, to_tuple, rename, select, batched,
     unbatched. ``with_epoch`` and ``with_length`` change this object, as in webdataset.
@@ -274,8 +287,13 @@ class WebDataset(IterableDataset):
                  workersplitter: Optional[Callable] = split_by_worker,
                  handler: Callable[[Exception], bool] = reraise_exception,
                  select_files: Optional[Callable[[str], bool]] = None,
-                 rename_files: Optional[Callable[[str], str]] = None, empty_check: bool = True):
+                 rename_files: Optional[Callable[[str], str]] = None, empty_check: bool = True,
+                 cache_dir: Optional[str] = None, cache_limit: Any = None, native_mode: str = "auto"):
         super().__init__()
+        if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+            raise TypeError(f"WebDataset(cache_dir=...) must be a path, got {type(cache_dir).__name__}")
+        self.cache_dir: Optional[str] = os.fspath(cache_dir) if cache_dir is not None else None
+        self.cache_limit: Optional[int] = _C.parse_byte_size(cache_limit) if cache_limit is not None else None
         self.urls: List[str] = expand_urls(urls)
         if shardshuffle is True:
             shardshuffle = 100  # webdataset's value for True
@@ -292,6 +310,9 @@ class WebDataset(IterableDataset):
         self.nsamples = -1  # with_epoch
         self.repetitions = 1
         self._det = _DetShuffle(self.shardshuffle, self.seed) if detshuffle else None
+        if native_mode not in ("auto", "indexed", "streaming"):
+            raise ValueError(f"WebDataset(native_mode=...) is 'auto', 'indexed' or 'streaming', got {native_mode!r}")
+        self.native_mode = native_mode
 
     # -- iteration ---------------------------------------------------------------------------
 

@@ -27,6 +27,20 @@ T option(const py::dict& d, const char* key, T fallback) {
   return d.contains(key) && !d[key].is_none() ? d[key].cast<T>() : fallback;
 }
 
+/// cache_limit: bytes (int), or "500M" / "10G" (parse_byte_size, the one check; ValueError
+/// naming cache_limit otherwise).
+int64_t cache_limit(const py::dict& d, int64_t fallback) {
+  if (!d.contains("cache_limit") || d["cache_limit"].is_none()) return fallback;
+  const py::object v = d["cache_limit"];
+  if (py::isinstance<py::str>(v)) return parse_byte_size(v.cast<std::string>(), "cache_limit");
+  if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
+    throw py::type_error("cache_limit must be bytes (int) or a size string such as \"10G\", got " +
+                         std::string(py::str(py::type::of(v).attr("__name__"))));
+  const int64_t n = v.cast<int64_t>();
+  if (n <= 0) throw py::value_error("cache_limit must be a positive number of bytes, got " + std::to_string(n));
+  return n;
+}
+
 /// A reader's samples built from Python lists (fn.file_reader(files=, labels=), the loader's
 /// sample list): handed to the pipeline as a typed object, never written out as text.
 struct PySamples {
@@ -94,8 +108,8 @@ class PyPipeline {
   PyPipeline(const py::dict& spec_dict, const py::dict& opts, const py::dict& functions,
              const py::dict& samples) {
     static const char* const kKnown[] = {"batch_size", "num_threads", "prefetch_depth", "seed", "on_error",
-                                         "max_failures", "max_cached_bytes", "device_id", "max_threads",
-                                         "prefetch_memory_budget"};
+                                         "max_failures", "max_cached_bytes", "device_id", "cache_dir",
+                                         "cache_limit", "max_threads", "prefetch_memory_budget"};
     for (const auto& [key, value] : opts) {
       const std::string k = py::str(key);
       if (std::find(std::begin(kKnown), std::end(kKnown), k) == std::end(kKnown))
@@ -120,6 +134,8 @@ class PyPipeline {
     o.max_failures = option<int64_t>(opts, "max_failures", o.max_failures);
     o.max_cached_bytes = option<size_t>(opts, "max_cached_bytes", o.max_cached_bytes);
     o.device_id = option<int>(opts, "device_id", o.device_id);
+    o.cache.dir = option<std::string>(opts, "cache_dir", o.cache.dir);
+    o.cache.limit_bytes = cache_limit(opts, o.cache.limit_bytes);
     py::gil_scoped_release nogil;
     pipe_ = std::make_unique<Pipeline>(spec, o, *registry_);
   }
@@ -309,6 +325,13 @@ void bind_pipeline(py::module_& m) {
   m.attr("AUTO") = PipelineOptions::kAuto;  // num_threads / prefetch_depth "auto" (hdl::PipelineOptions::kAuto)
   m.def("available_cpus", &available_cpus,
         "The CPUs this process may use (affinity mask, cgroup quota): auto's thread limit.");
+  m.def("parse_byte_size", [](const py::object& v) {
+          py::dict d;
+          d["cache_limit"] = v;
+          return cache_limit(d, 0);
+        }, py::arg("cache_limit"),
+        "cache_limit as bytes: an int > 0, or \"500M\", \"10G\" (hdl::parse_byte_size); ValueError or TypeError "
+        "naming cache_limit otherwise.");
   m.def("error_policy", &parse_error_policy, py::arg("on_error"),
         "\"raise\" / \"skip\" as an ErrorPolicy (hdl::parse_error_policy); ValueError otherwise.");
   py::class_<PyPipeline>(m, "Pipeline", "hdl::Pipeline built from a spec dict (see habana_dataloader.Pipeline).")

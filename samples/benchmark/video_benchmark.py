@@ -17,7 +17,15 @@ On the same files and cores (--threads N, default: all), in rounds of back-to-ba
       its indexing pass (VideoClips(num_workers=N), which decodes or demuxes every video) is
       timed once and added to an "end to end" figure;
     - PyAV seeking: container.seek(start pts, backward=True, any_frame=False), decode until the
-      clip's frames are collected, frame.to_ndarray(format="rgb24") for those frames only.
+      clip's frames are collected, frame.to_ndarray(format="rgb24") for those frames only;
+    - torchcodec (PyPI, built against the system's FFmpeg), in pip's torch 2.x venv
+      (--torch2-python, default BUILD/venv-torch2/bin/python; .ci/torch2.sh pins it): per video,
+      VideoDecoder(path) (its default seek_mode "exact" scans the file, as our probe does) and
+      torchcodec.samplers.clips_at_random_indices(num_clips=clips_per_video,
+      num_frames_per_clip=frames, num_indices_between_frames=step), RGB uint8, one FFmpeg thread
+      per decoder, the videos in a ThreadPool of N threads (torchcodec releases the GIL while
+      decoding). Its own random starts; the same number of clips. Where torchcodec cannot be
+      imported, a "torchcodec: skipped: <reason>" line says why and the rest runs.
     Both baselines load the same clips (random, fixed seed per round, from VideoClips' index)
     in a ThreadPool of N threads (PyAV releases the GIL while decoding; a DataLoader's worker
     processes were slower in a trial, most likely because every clip's frames travel back to
@@ -26,10 +34,10 @@ Files that VideoClips cannot index (no average frame rate: its indexer raises Ty
 that are shorter than a clip are left out of all three clip measurements, and listed.
 
     /usr/bin/python3 samples/benchmark/video_benchmark.py [--build build] [--data DIR]
-        [--threads N] [--repeats 3] [--json FILE] [--markdown]
+        [--threads N] [--repeats 3] [--torch2-python PY] [--json FILE] [--markdown]
 
 Needs /usr/bin/python3 with torch, torchvision and PyAV (python3-av), ffmpeg on PATH, and
-build/bin/hdl-bench (.ci/build.sh).
+build/bin/hdl-bench (.ci/build.sh); torchcodec optionally (above).
 """
 
 from __future__ import annotations
@@ -60,7 +68,8 @@ LABELS = {"ours_decode": "decode: hdl-bench video-decode",
           "ours_clips": "clips: hdl-bench video_clips.json",
           "videoclips": "clips: VideoClips + PyAV (loading)",
           "videoclips_e2e": "clips: VideoClips + PyAV (end to end, + indexing)",
-          "pyav_seek": "clips: PyAV seek + decode"}
+          "pyav_seek": "clips: PyAV seek + decode",
+          "torchcodec": "clips: torchcodec clips_at_random_indices"}
 
 
 def cpu_now(who) -> float:
@@ -172,6 +181,47 @@ def worker_clips(a: argparse.Namespace) -> dict:
     return res
 
 
+def worker_torchcodec(a: argparse.Namespace) -> dict:
+    """torchcodec's random-clip sampler over the videos listed in a.meta, one VideoDecoder per
+    video, in a ThreadPool; runs in the torch 2.x venv (no torchvision needed)."""
+    from multiprocessing.pool import ThreadPool
+    import torch
+    from torchcodec.decoders import VideoDecoder
+    from torchcodec.samplers import clips_at_random_indices
+    with open(a.meta) as f:
+        job = json.load(f)
+    paths = list(job["paths"])
+    random.Random(a.seed).shuffle(paths)
+    torch.manual_seed(a.seed)
+    torch.set_num_threads(1)
+
+    def load(path: str) -> int:
+        dec = VideoDecoder(path, num_ffmpeg_threads=1)
+        clips = clips_at_random_indices(dec, num_clips=job["per_video"], num_frames_per_clip=job["frames"],
+                                        num_indices_between_frames=job["step"])
+        return int(clips.data.shape[0] * clips.data.shape[1])
+
+    t0, c0 = time.perf_counter(), cpu_now(resource.RUSAGE_SELF)
+    with ThreadPool(a.threads) as pool:
+        frames = sum(pool.map(load, paths, chunksize=1))
+    seconds, cpu = time.perf_counter() - t0, cpu_now(resource.RUSAGE_SELF) - c0
+    import torchcodec
+    return {"torchcodec": {"clips": len(paths) * job["per_video"], "frames": frames, "seconds": seconds, "cpu_s": cpu,
+                           "version": torchcodec.__version__, "torch": torch.__version__}}
+
+
+def torchcodec_status(python: str) -> str:
+    """"" when `python` imports torchcodec (and loads its FFmpeg libraries), else why not."""
+    if not os.path.exists(python):
+        return f"no torch 2.x Python at {python} (.ci/torch2.sh builds it; --torch2-python)"
+    import subprocess
+    r = subprocess.run([python, "-c", "import torchcodec.decoders, torchcodec.samplers"], capture_output=True, text=True)
+    if r.returncode == 0:
+        return ""
+    lines = [l for l in r.stderr.strip().splitlines() if l.strip()]
+    return lines[-1] if lines else f"exit status {r.returncode}"
+
+
 # ---- the driver ------------------------------------------------------------------------------
 def rates(frames: int, clips: int, seconds: float, cpu: float) -> dict:
     return {"frames": frames, "clips": clips, "seconds": seconds, "cpu_s": cpu, "frames_per_s": frames / seconds,
@@ -188,6 +238,8 @@ class Runner:
         self.files = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(a.data) for f in fs
                             if f.lower().endswith(EXTS) and os.path.relpath(dp, a.data) != ".")
         self.meta = os.path.join(tmp, "videoclips_meta.pkl")
+        self.torchcodec_job = os.path.join(tmp, "torchcodec_job.json")
+        self.torch2 = a.torch2_python or os.path.join(build, "venv-torch2/bin/python")
         self.list = os.path.join(tmp, "clips.txt")  # the videos every clip measurement reads
         self.commands = {}
 
@@ -228,9 +280,9 @@ class Runner:
                  time_to_first_batch_s=j["time_to_first_batch_s"])
         return r
 
-    def worker(self, kind: str, seed: int = 0, paths=()) -> dict:
-        cmd = ["/usr/bin/python3", os.path.abspath(__file__), "--worker", kind, "--threads", str(self.a.threads),
-               "--seed", str(seed), "--meta", self.meta, *paths]
+    def worker(self, kind: str, seed: int = 0, paths=(), python: str = "/usr/bin/python3", meta: str = "") -> dict:
+        cmd = [python, os.path.abspath(__file__), "--worker", kind, "--threads", str(self.a.threads),
+               "--seed", str(seed), "--meta", meta or self.meta, *paths]
         self.commands.setdefault(f"worker {kind}", shlex.join(cmd[:8] + ["..."]))
         return json.loads(sh(cmd).strip().splitlines()[-1])
 
@@ -239,6 +291,10 @@ class Runner:
         return {name: rates(v["frames"], v["clips"], v["seconds"], v["cpu_s"]) | v
                 for name, v in self.worker("clips", seed=seed).items()}
 
+    def torchcodec(self, seed: int) -> dict:
+        v = self.worker("torchcodec", seed=seed, python=self.torch2, meta=self.torchcodec_job)["torchcodec"]
+        return rates(v["frames"], v["clips"], v["seconds"], v["cpu_s"]) | v
+
     def index(self) -> dict:
         idx = self.worker("index", paths=self.files)
         classes = sorted({os.path.relpath(p, self.a.data).split(os.sep)[0] for p in self.files})
@@ -246,6 +302,8 @@ class Runner:
             for p in idx["eligible"]:
                 rel = os.path.relpath(p, self.a.data)
                 f.write(f"{rel} {classes.index(rel.split(os.sep)[0])}\n")
+        with open(self.torchcodec_job, "w") as f:
+            json.dump(dict(clip_spec(), paths=idx["eligible"]), f)
         return idx
 
 
@@ -267,17 +325,23 @@ def run(a: argparse.Namespace, tmp: str) -> dict:
     res["excluded_from_clips"] = {"no_frame_rate (VideoClips cannot index)": [os.path.relpath(p, a.data) for p in idx["no_frame_rate"]],
                                   "shorter_than_a_clip": [os.path.relpath(p, a.data) for p in idx["too_short"]]}
     res["clip_videos"] = len(idx["eligible"])
+    res["torchcodec_skipped"] = torchcodec_status(r.torch2)
+    if res["torchcodec_skipped"]:
+        log(f"torchcodec: skipped: {res['torchcodec_skipped']}")
+    keys = [k for k in LABELS if k != "torchcodec" or not res["torchcodec_skipped"]]
     rounds = []
     for k in range(a.repeats):
         log(f"[round {k + 1}/{a.repeats}] decode: hdl-bench, ffmpeg sequential, ffmpeg parallel; "
-            "clips: hdl-bench, VideoClips, PyAV seek")
+            "clips: hdl-bench, VideoClips, PyAV seek" + ("" if res["torchcodec_skipped"] else ", torchcodec"))
         rd = {}
         decode = [("ours_decode", r.ours_decode), ("ffmpeg_seq", lambda: r.ffmpeg("ffmpeg_seq", a.threads, 1)),
                   ("ffmpeg_par", lambda: r.ffmpeg("ffmpeg_par", 1, a.threads))]
         for name, fn in decode[k % 3:] + decode[:k % 3]:  # rotate the order between rounds
             rd[name] = fn()
         clips = [lambda: rd.update(ours_clips=r.ours_clips(k)), lambda: rd.update(r.python_clips(k))]
-        for fn in (clips if k % 2 == 0 else clips[::-1]):  # hdl-bench first, then last
+        if not res["torchcodec_skipped"]:
+            clips.append(lambda: rd.update(torchcodec=r.torchcodec(k)))
+        for fn in clips[k % len(clips):] + clips[:k % len(clips)]:  # rotate the order between rounds
             fn()
         ix = res["videoclips_index"]
         v = rd["videoclips"]
@@ -285,7 +349,7 @@ def run(a: argparse.Namespace, tmp: str) -> dict:
         rounds.append(rd)
     res["rounds"] = rounds
     res["median"] = {}
-    for key in LABELS:
+    for key in keys:
         runs = sorted(rounds, key=lambda rd: rd[key]["frames_per_s"])
         res["median"][key] = dict(runs[len(runs) // 2][key], runs=[round(rd[key]["frames_per_s"], 1) for rd in runs])
     med = lambda a_, b_, f="frames_per_s": statistics.median(rd[a_][f] / rd[b_][f] for rd in rounds)
@@ -298,8 +362,13 @@ def run(a: argparse.Namespace, tmp: str) -> dict:
         ("clips/s: hdl-bench / VideoClips + PyAV (end to end)", med("ours_clips", "videoclips_e2e", "clips_per_s"), "(info)"),
         ("clips/s: hdl-bench / PyAV seek", med("ours_clips", "pyav_seek", "clips_per_s"), ">= 2.0"),
         ("clip CPU per frame: VideoClips / hdl-bench", cpu("ours_clips", "videoclips"), "(info)"),
-        ("clip CPU per frame: PyAV seek / hdl-bench", cpu("ours_clips", "pyav_seek"), "(info)"),
+        ("clip CPU per frame: PyAV seek / hdl-bench", cpu("ours_clips", "pyav_seek"), ">= 1.0"),
     ]
+    if not res["torchcodec_skipped"]:
+        res["ratios"] += [
+            ("clips/s: hdl-bench / torchcodec", med("ours_clips", "torchcodec", "clips_per_s"), ">= 1.0"),
+            ("clip CPU per frame: torchcodec / hdl-bench", cpu("ours_clips", "torchcodec"), ">= 1.0"),
+        ]
     res["commands"] = r.commands
     res["load_after"] = os.getloadavg()[0]
     return res
@@ -326,7 +395,9 @@ def tables(res: dict, md: bool) -> str:
 def notes(res: dict) -> str:
     m, ix = res["median"], res["videoclips_index"]
     ex = "; ".join(f"{k}: {', '.join(v)}" for k, v in res["excluded_from_clips"].items() if v) or "none"
-    return (f"{res['files']} videos for decode; {res['clip_videos']} for clips "
+    tc = (f"torchcodec: skipped: {res['torchcodec_skipped']}. " if res["torchcodec_skipped"] else
+          f"torchcodec {m['torchcodec']['version']} (torch {m['torchcodec']['torch']}). ")
+    return tc + (f"{res['files']} videos for decode; {res['clip_videos']} for clips "
             f"({res['spec']['per_video']} clips of {res['spec']['frames']} frames, step {res['spec']['step']}, per video "
             f"per round); excluded from the clips: {ex}. VideoClips indexing pass (once): {ix['seconds']:.2f} s, "
             f"{ix['cpu_s']:.2f} CPU s. Decoded frames per clip: hdl-bench "
@@ -347,9 +418,10 @@ def main() -> None:
                    "(default: $HDL_CORPUS_DIR/video, else build/corpus/video)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="threads / files in parallel / pool size (default: all cores)")
     p.add_argument("--repeats", "--repeat", type=int, default=3, help="rounds of interleaved runs, medians kept (default 3)")
+    p.add_argument("--torch2-python", help="the torch 2.x venv's python, for torchcodec (default: BUILD/venv-torch2/bin/python)")
     p.add_argument("--json", help="write every number here")
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown (docs/PERFORMANCE.md)")
-    p.add_argument("--worker", choices=["index", "clips"], help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=["index", "clips", "torchcodec"], help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--meta", help=argparse.SUPPRESS)
     p.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
@@ -357,8 +429,12 @@ def main() -> None:
     if a.worker:
         import warnings
         warnings.filterwarnings("ignore")
-        print(json.dumps(worker_index(a) if a.worker == "index" else worker_clips(a)))
+        work = {"index": worker_index, "clips": worker_clips, "torchcodec": worker_torchcodec}[a.worker]
+        print(json.dumps(work(a)))
         return
+    if not a.torch2_python:
+        build = a.build if os.path.isabs(a.build) else os.path.join(ROOT, a.build)
+        a.torch2_python = os.path.join(build, "venv-torch2/bin/python")
     try:
         import av  # noqa: F401
     except ImportError:

@@ -9,6 +9,9 @@ Normalize) over the same images, one epoch at a time, through:
   folder   HabanaDataLoader(ImageFolder)                    the same loader on loose files
   shards   HabanaDataLoader(habana_dataloader.WebDataset)    native: webdataset_reader
   wds      webdataset.WebDataset + torch's DataLoader       num_workers=--workers (one per core)
+and with --gz the same shards gzip'ed (.tar.gz), read natively in streaming mode:
+  gz       HabanaDataLoader(WebDataset(".tar.gz" spec))      samples counted first (exact split)
+  gz-epoch the same with .with_epoch(N)                      nominal length: nothing counted
 and prints images/s per epoch (the best of epochs >= 1; with --cold, of all epochs, each read
 with the files evicted from the page cache first), the time from iter() to the first batch
 (epoch 0 of a fresh loader: the index is read from its sidecar; "--cold-index" deletes the
@@ -72,6 +75,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count(), help="torch DataLoader workers for wds")
     ap.add_argument("--maxcount", type=int, default=256, help="samples per shard")
     ap.add_argument("--cold-index", action="store_true", help="delete the index sidecars before the shards run")
+    ap.add_argument("--gz", action="store_true", help="also gzip the shards and stream them (rows gz, gz-epoch)")
+    ap.add_argument("--no-wds", action="store_true", help="skip the webdataset + DataLoader row")
+    ap.add_argument("--rounds", type=int, default=1, help="run the loaders this many times, alternating")
     ap.add_argument("--cold", action="store_true",
                     help="evict the shards and the image files from the page cache before every epoch")
     a = ap.parse_args()
@@ -101,10 +107,40 @@ def main() -> None:
 
     shard_files = sorted(glob.glob(os.path.join(out, "*.tar")))
     image_files = [p for p, _ in torchvision.datasets.ImageFolder(a.root).samples]
+    gz_files = []
+    if a.gz:
+        import gzip
+        import shutil
+        for p in shard_files:
+            if not os.path.exists(p + ".gz"):
+                with open(p, "rb") as src, gzip.open(p + ".gz", "wb", compresslevel=6) as dst:
+                    shutil.copyfileobj(src, dst)
+            gz_files.append(p + ".gz")
+    n_images = len(image_files)
+
+    def streamed(nominal):
+        def make():
+            ds = WebDataset(spec + ".gz", shardshuffle=100, seed=0).shuffle(1000)
+            if nominal:
+                ds = ds.with_epoch(n_images)
+            ds = ds.decode("pil").to_tuple("jpeg;jpg;png", "cls").map_tuple(TRAIN, None)
+            return HabanaDataLoader(ds, batch_size=a.batch, num_threads=a.threads, strict=True)
+        return make
+
+    rows = [("shards", ours, shard_files), ("folder", folder, image_files)]
+    if a.gz:
+        rows += [("gz", streamed(False), gz_files), ("gz-epoch", streamed(True), gz_files)]
     results = {}
-    results["shards"] = run("shards", ours, a.epochs, shard_files if a.cold else None)
-    results["folder"] = run("folder", folder, a.epochs, image_files if a.cold else None)
+    for r in range(a.rounds):  # alternating; each row keeps its best round
+        for name, make, files in (rows if r % 2 == 0 else rows[::-1]):
+            got = run(name, make, a.epochs, files if a.cold else None)
+            old = results.get(name)
+            results[name] = got if old is None else (max(old[0], got[0]), min(old[1], got[1]))
+    if a.no_wds:
+        rows = []
     try:
+        if a.no_wds:
+            raise ImportError
         import webdataset as wds
 
         def theirs():
@@ -113,12 +149,15 @@ def main() -> None:
             return torch.utils.data.DataLoader(ds, batch_size=a.batch, num_workers=a.workers)
         results["wds"] = run("wds", theirs, a.epochs, shard_files if a.cold else None)
     except ImportError:
-        print("  wds: skipped (no webdataset package: use the torch2 venv, .ci/torch2.sh)")
+        print("  wds: skipped (--no-wds, or no webdataset package: use the torch2 venv, .ci/torch2.sh)")
     print("\nloader   best images/s   first batch")
     for k, (rate, first) in results.items():
         print(f"{k:7s}  {rate:12.1f}   {first * 1e3:8.0f} ms")
     s = results["shards"][0]
     print(f"\nshards / folder: {s / results['folder'][0]:.2f}x")
+    if a.gz:
+        print(f"gz (streamed) / shards (indexed): {results['gz'][0] / s:.2f}x; "
+              f"gz / folder: {results['gz'][0] / results['folder'][0]:.2f}x")
     if "wds" in results:
         print(f"shards / webdataset + DataLoader ({a.workers} workers): {s / results['wds'][0]:.2f}x")
     if tmp is not None:

@@ -597,6 +597,53 @@ TEST(VideoDecoder, UnwantedNonReferenceFramesAreSkippedWithTheSamePixels) {
   }
 }
 
+// hold_session(): a decoder that keeps a video open goes on from its last clip to a clip ahead
+// (fewer frames decoded when the keyframes are far apart), starts afresh for a clip behind,
+// and gives the frames a full decode gives, whatever the container. Each clip reads through a
+// newly opened file, as the reader does.
+TEST(VideoDecoder, HeldSessionGoesOnToLaterClipsWithTheSameFrames) {
+  HDL_REQUIRE_VIDEO_CORPUS();
+  for (const std::string clip : {"derived/pedestrians_h264_bframes_longgop.mkv", "derived/city_h264_720x404.mp4",
+                                 "derived/pedestrians_hevc_768x576.mp4", "derived/pedestrians_vp9_768x576.webm",
+                                 "derived/pedestrians_mjpeg_768x576.avi", "original/city_mpeg2_720x405.mpg",
+                                 "original/megamind_mpeg4asp_720x528.avi"}) {
+    SCOPED_TRACE(clip);
+    VideoDecoder reference;
+    Opened o = open_clip(reference, clip);
+    ASSERT_TRUE(o.file);
+    auto full = frame_hashes(reference, *o.file, o.info, all_frames(o.info));
+    ASSERT_TRUE(full.is_ok()) << full.status().to_string();
+    const auto info = std::make_shared<const VideoInfo>(o.info);
+    const int64_t n = info->num_frames();
+    // 8-frame clips 2 apart (span 15): two in order, one behind, one ahead again. The gaps
+    // leave room for the packets read ahead of a clip's last frame (B-frame reordering).
+    ASSERT_GE(n, 100);
+    std::vector<int64_t> starts = {1, 40, 10, n - 15};
+    VideoDecoder held, fresh;
+    held.hold_session(info);
+    int64_t held_decoded = 0, fresh_decoded = 0;
+    for (size_t c = 0; c < starts.size(); ++c) {
+      std::vector<int64_t> frames;
+      for (int64_t t = 0; t < 8; ++t) frames.push_back(starts[c] + 2 * t);
+      auto file = posix_file_system()->open((video_dir() / clip).string());
+      ASSERT_TRUE(file.is_ok());
+      VideoDecodeReport r, f;
+      auto got = frame_hashes(held, **file, *info, frames, &r);
+      ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+      for (size_t k = 0; k < frames.size(); ++k) EXPECT_EQ((*got)[k], (*full)[size_t(frames[k])]) << "clip " << c << " frame " << frames[k];
+      ASSERT_TRUE(frame_hashes(fresh, **file, *info, frames, &f).is_ok());
+      EXPECT_FALSE(f.continued);
+      if (c == 0 || c == 2) EXPECT_FALSE(r.continued) << "clip " << c;  // the first, and one behind
+      if (clip.find(".mkv") != std::string::npos || clip.find(".mp4") != std::string::npos || clip.find(".webm") != std::string::npos)
+        if (c == 1 || c == 3) EXPECT_TRUE(r.continued) << "clip " << c;
+      held_decoded += r.frames_decoded;
+      fresh_decoded += f.frames_decoded;
+    }
+    if (clip.find("longgop") != std::string::npos) EXPECT_LT(held_decoded, fresh_decoded);
+    EXPECT_LE(held_decoded, fresh_decoded);
+  }
+}
+
 TEST(VideoDecoder, DecodeOnlyCountsFrames) {
   HDL_REQUIRE_VIDEO_CORPUS();
   VideoDecoder dec;

@@ -270,6 +270,46 @@ CLIPS_FILES = ["derived/pedestrians_mjpeg_768x576.avi", "original/city_mpeg2_720
                "original/office_h264_320x240.mp4"]
 
 
+def test_video_shorter_than_a_clip_gives_no_clip_as_video_clips(video_root, tmp_path):
+    # 16 frames 2 apart: a span of 31. The corpus's puck clip has 28 frames: VideoClips gives it
+    # no clip, and so do VideoFolder and the native reader (left out of len, named once).
+    pytest.importorskip("av", reason="torchvision's VideoClips reads timestamps with PyAV (apt install python3-av)")
+    from torchvision.datasets.video_utils import VideoClips
+    files = CLIPS_FILES[2:]  # webcam 68 frames, puck 28, office 36
+    paths = [str(video_root / f) for f in files]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = VideoClips(paths, clip_length_in_frames=31, frames_between_clips=1, num_workers=0)
+    has_clips = {pathlib.Path(p).name: len(c) > 0 for p, c in zip(paths, vc.clips)}
+    assert has_clips == {"webcam_mjpeg_160x120.avi": True, "puck_mpeg4asp_400x300.avi": False,
+                         "office_h264_320x240.mp4": True}
+    cls = tmp_path / "folder" / "x"
+    cls.mkdir(parents=True)
+    for p in paths:
+        (cls / pathlib.Path(p).name).symlink_to(p)
+    for sampler in ("random", "uniform", "contiguous"):
+        with pytest.warns(RuntimeWarning) as caught:
+            ds = VideoFolder(cls.parent, frames_per_clip=16, step=2, sampler=sampler, clips_per_video=2, clip_stride=1)
+        assert len(caught) == 1, [str(w.message) for w in caught]
+        assert (f"1 of 3 videos give no clip (as in torchvision's VideoClips), one clip needs 31 frames "
+                f'(frames_per_clip 16, step 2): "{cls / "puck_mpeg4asp_400x300.avi"}" (28 frames)') in str(caught[0].message)
+        assert [pathlib.Path(p).name for p in ds.videos_too_short] == ["puck_mpeg4asp_400x300.avi"]
+        want = vc.num_clips() if sampler == "contiguous" else 2 * sum(has_clips.values())
+        assert len(ds) == want, sampler
+        videos = {pathlib.Path(ds.samples[ds.clip_location(i)[0]][0]).name for i in range(len(ds))}
+        assert videos == {n for n, ok in has_clips.items() if ok}, sampler
+        if sampler == "random":
+            assert ds[len(ds) - 1][0].shape == (16, 120, 160, 3)  # the last clip: webcam, sorted after puck
+        # The native reader leaves out the same video: the same len, every clip delivered.
+        loader = native(ds, batch_size=1, threads=2)  # the frame sizes differ: one clip a batch
+        assert len(loader) == len(ds)
+        assert sum(len(y) for _, y in loader) == len(ds)
+        assert reader_counters(loader)["videos_too_short"] == 1
+    with pytest.raises(DataError, match=r"no video is long enough for one clip: one clip needs 79 frames .*the longest is "
+                                        r'".*webcam_mjpeg_160x120.avi" \(68 frames\), the shortest ".*puck_mpeg4asp'):
+        VideoFolder(cls.parent, frames_per_clip=40, step=2)
+
+
 @pytest.mark.parametrize("frames, between, rate, files", [
     (8, 3, None, CLIPS_FILES),
     (5, 2, 5, CLIPS_FILES[:2]),  # 10 -> 5 and 25 -> 5 frames per second

@@ -132,9 +132,13 @@ def test_url_specs(monkeypatch, tmp_path):
     assert WebDataset(["a-{00..01}.tar", pathlib.Path("c.tar")]).urls == ["a-00.tar", "a-01.tar", "c.tar"]
     monkeypatch.setenv("WDS_SPLIT", "val")
     assert WebDataset("file:///d/${SPLIT}-{0..1}.tar").urls == ["file:///d/val-0.tar", "file:///d/val-1.tar"]
-    for bad in ["http://host/a.tar", "pipe:cat a.tar", "a-{0..1.tar", "dir/", "spec.yaml"]:
+    for bad in ["pipe:cat a.tar", "a-{0..1.tar", "dir/", "spec.yaml"]:
         with pytest.raises(ValueError, match="WebDataset"):
             WebDataset(bad)
+    # Remote shards are HabanaDataLoader's (the native reader's); iterated in Python, an error.
+    assert WebDataset("http://host/a-{0..1}.tar").urls == ["http://host/a-0.tar", "http://host/a-1.tar"]
+    with pytest.raises(ValueError, match="HabanaDataLoader"):
+        next(iter(WebDataset("s3://bucket/a.tar", handler=hwds.reraise_exception)))
 
 
 def test_dataloader_workers_and_ranks(wds, ref_shards, monkeypatch):

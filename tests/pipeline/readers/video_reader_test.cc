@@ -211,31 +211,108 @@ TEST_F(VideoReaderTest, CfhwNormalizationOfAClipEqualsPerFrameArithmetic) {
   EXPECT_EQ(checked, 4);
 }
 
-TEST_F(VideoReaderTest, ClipLongerThanTheVideoFollowsTheErrorPolicyNamingTheFile) {
+int64_t counter(const PipelineStats& stats, const std::string& name) {
+  for (const auto& [n, v] : stats.operators.at(0).counters)
+    if (n == name) return v;
+  ADD_FAILURE() << "no counter " << name;
+  return -1;
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// As torchvision's VideoClips: a video shorter than one clip (puck, 28 frames, against a span
+// of 31) gives no clip, with every sampler. It is left out of the clip list when the reader
+// prepares (len, order, shards exact), counted, and named in one warning for all epochs.
+TEST_F(VideoReaderTest, VideoShorterThanAClipGivesNoClipCountedAndNamedOnce) {
   VideoTree tree;
-  // 16 frames step 2 span 31: puck (28 frames) cannot give a clip.
-  const auto spec = reader_spec(tree.root(), {{"frames_per_clip", int64_t{16}}, {"step", int64_t{2}}});
-  {
-    Pipeline p(spec, {.batch_size = 4, .num_threads = 2});
-    try {
-      for (const auto& out : p.epoch_batches()) (void)out;
-      FAIL() << "expected a DataError";
-    } catch (const DataError& e) {
-      EXPECT_NE(std::string(e.what()).find("puck.avi"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("28 frames"), std::string::npos) << e.what();
+  for (const char* sampler : {"random", "uniform", "contiguous"}) {
+    const auto spec = reader_spec(tree.root(), {{"sampler", sampler}, {"frames_per_clip", int64_t{16}}, {"step", int64_t{2}},
+                                                {"clips_per_video", int64_t{2}}, {"clip_stride", int64_t{100}}, {"shuffle", true}});
+    ::testing::internal::CaptureStderr();
+    std::set<std::string> seen;
+    int64_t n = 0;
+    PipelineStats stats;
+    int64_t samples = 0;
+    {
+      Pipeline p(spec, {.batch_size = 4, .num_threads = 2});
+      samples = p.num_samples();
+      for (int epoch = 0; epoch < 2; ++epoch)
+        for (const auto& out : p.epoch_batches())
+          for (int64_t i = 0; i < out.outputs[3].size(); ++i, ++n)
+            seen.insert(p.dataset().path(*out.outputs[3].sample(i).typed<int64_t>()));
+      stats = p.stats();
     }
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    const int64_t per_video = std::string(sampler) == "contiguous" ? 1 : 2;
+    EXPECT_EQ(samples, 3 * per_video) << sampler;
+    EXPECT_EQ(n, 2 * 3 * per_video) << sampler;
+    EXPECT_EQ(seen.size(), 3u) << sampler;
+    for (const auto& path : seen) EXPECT_EQ(path.find("puck.avi"), std::string::npos) << sampler;
+    EXPECT_EQ(stats.failures, 0u) << sampler;
+    EXPECT_EQ(counter(stats, "videos_too_short"), 1) << sampler;
+    EXPECT_EQ(occurrences(err, "give no clip"), 1u) << sampler << ": " << err;
+    EXPECT_NE(err.find("1 of 4 videos give no clip"), std::string::npos) << err;
+    EXPECT_NE(err.find("one clip needs 31 frames (frames_per_clip 16, step 2): \"b/puck.avi\" (28 frames)"),
+              std::string::npos) << err;
   }
-  Pipeline p(spec, {.batch_size = 4, .num_threads = 2, .on_error = ErrorPolicy::kSkip});
-  int64_t n = 0;
-  for (const auto& out : p.epoch_batches())
-    for (int64_t i = 0; i < out.outputs[3].size(); ++i, ++n)
-      EXPECT_EQ(p.dataset().path(*out.outputs[3].sample(i).typed<int64_t>()).find("puck.avi"), std::string::npos);
-  EXPECT_EQ(n, 4);
-  EXPECT_EQ(p.stats().failures, 1u);
-  // Contiguous: a video shorter than a clip has no clips (as torchvision's VideoClips).
-  Pipeline c(reader_spec(tree.root(), {{"sampler", "contiguous"}, {"frames_per_clip", int64_t{16}}, {"step", int64_t{2}}, {"clip_stride", int64_t{100}}}),
-             {.batch_size = 4, .num_threads = 2});
-  EXPECT_EQ(c.num_samples(), 3);
+  // Two ranks split the three videos' clips, none lost, none twice.
+  std::multiset<int64_t> ranks;
+  for (int64_t shard = 0; shard < 2; ++shard) {
+    Pipeline p(reader_spec(tree.root(), {{"sampler", "uniform"}, {"frames_per_clip", int64_t{16}}, {"step", int64_t{2}},
+                                         {"clips_per_video", int64_t{2}}, {"shard_id", shard}, {"num_shards", int64_t{2}}}),
+               {.batch_size = 2, .num_threads = 1});
+    for (const auto& out : p.epoch_batches())
+      for (int64_t i = 0; i < out.outputs[3].size(); ++i) ranks.insert(*out.outputs[3].sample(i).typed<int64_t>());
+  }
+  EXPECT_EQ(ranks.size(), 6u);
+  for (int64_t v : {0, 1, 3}) EXPECT_EQ(ranks.count(v), 2u) << v;  // entry 2 is b/puck.avi
+}
+
+// The clip list without the short video is fixed when the reader prepares, so a state saved
+// mid-epoch resumes the same clips (frames and videos) in the same order.
+TEST_F(VideoReaderTest, ResumeWithAShortVideoLeftOutGivesTheSameClips) {
+  VideoTree tree;
+  const auto spec = reader_spec(tree.root(), {{"frames_per_clip", int64_t{16}}, {"step", int64_t{2}}, {"clips_per_video", int64_t{3}},
+                                              {"shuffle", true}, {"output", "count"}});
+  const PipelineOptions opts{.batch_size = 2, .num_threads = 2, .seed = 7};
+  auto rest = [](Pipeline& p) {
+    std::vector<std::vector<int64_t>> got;
+    while (auto out = p.next()) {
+      for (int64_t i = 0; i < out->outputs[2].size(); ++i) {
+        const Tensor idx = out->outputs[2].sample(i);
+        std::vector<int64_t> row(idx.typed<int64_t>(), idx.typed<int64_t>() + idx.shape()[0]);
+        row.push_back(*out->outputs[3].sample(i).typed<int64_t>());
+        got.push_back(std::move(row));
+      }
+    }
+    return got;
+  };
+  Pipeline original(spec, opts);
+  ASSERT_EQ(original.num_samples(), 9);
+  ASSERT_TRUE(original.next() && original.next());
+  const std::string saved = original.state().to_string();
+  const auto expected = rest(original);
+  ASSERT_EQ(expected.size(), 5u);
+  Pipeline resumed(spec, opts);
+  resumed.load_state(PipelineState::parse(saved));
+  EXPECT_EQ(rest(resumed), expected);
+}
+
+TEST_F(VideoReaderTest, NoVideoLongEnoughForAClipIsAnErrorNamingTheLongestAndShortest) {
+  VideoTree tree;
+  // Span 79: the longest videos have 68 frames.
+  try {
+    Pipeline p(reader_spec(tree.root(), {{"frames_per_clip", int64_t{40}}, {"step", int64_t{2}}}), {.batch_size = 2});
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no video is long enough for one clip: one clip needs 79 frames"), std::string::npos) << what;
+    EXPECT_NE(what.find("(68 frames), the shortest \"b/puck.avi\" (28 frames)"), std::string::npos) << what;
+  }
 }
 
 TEST_F(VideoReaderTest, TruncatedAndNonVideoFilesFailTheirSamplesOnly) {

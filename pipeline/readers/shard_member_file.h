@@ -1,0 +1,61 @@
+// A member of a plain tar shard as a file of its own: "<shard>.tar/<member name>" opens a
+// window onto the member's data inside the shard, so that a reader that seeks (the video
+// decoder, through RandomAccessFile) reads a video stored in a shard as it reads one on disk,
+// one pread per read, no copy.
+//
+// The path form is unambiguous: nothing can lie under a regular file, so "a.tar/x.mp4" cannot
+// also name a real file. ShardMemberFileSystem decorates another file system: a path whose
+// prefix up to ".tar/" names a shard opens that shard (through the inner file system), finds
+// the member by its full name in the shard's index (load_or_build_index: its sidecar, else
+// built from the headers and, by the policy given, saved), and returns the window; every other
+// path goes to the inner file system unchanged. The indexes of the last 64 shards used are kept.
+//
+// Thread safety: ShardMemberFileSystem is thread-safe; a window is a RandomAccessFile (its
+// read() is a pread on the shard, safe from any thread).
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "media/api.h"
+#include "media/file_system.h"
+#include "pipeline/readers/shard_index.h"
+
+HDL_API_BEGIN
+namespace hdl {
+
+/// The bytes [offset, offset + size) of `file` as a file of `size` bytes (modified_ns: the
+/// file's). Reads past its end return 0.
+std::unique_ptr<RandomAccessFile> file_window(std::shared_ptr<const RandomAccessFile> file, int64_t offset,
+                                              int64_t size);
+
+class ShardMemberFileSystem final : public FileSystem {
+ public:
+  static constexpr size_t kKeepIndexes = 64;
+
+  explicit ShardMemberFileSystem(std::shared_ptr<FileSystem> inner, IndexOptions index_options = {});
+
+  /// "<shard>.tar/<member>": the member's window (kNotFound naming shard and member when the
+  /// shard has no such member; the shard's own errors otherwise); any other path: inner's.
+  Result<std::unique_ptr<RandomAccessFile>> open(const std::string& path) override;
+  std::vector<std::pair<std::string, int64_t>> counters() const override { return inner_->counters(); }
+
+ private:
+  // Member name -> (data offset, size) of one shard.
+  using Members = std::unordered_map<std::string, std::pair<int64_t, int64_t>>;
+  Result<std::shared_ptr<const Members>> members_of(const std::string& shard);
+
+  std::shared_ptr<FileSystem> inner_;
+  IndexOptions index_options_;
+  std::mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const Members>>> indexes_;  // most recent first
+};
+
+}  // namespace hdl
+HDL_API_END
