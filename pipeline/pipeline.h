@@ -10,7 +10,8 @@
 //       train(batch.outputs[0], batch.outputs[1]);
 //
 // Per-sample work runs on one TBB arena of num_threads workers (the consumer's thread does no
-// pipeline work), prefetch_depth batches ahead of the consumer, across epoch boundaries. Each
+// pipeline work), prefetch_depth batches ahead of the consumer, across epoch boundaries; both
+// may be PipelineOptions::kAuto (tuned while it runs). Each
 // sample is written straight into its slot of the output batch. Every random choice is a
 // function of (seed, operator, epoch, sample position), so batches are bit-identical across
 // runs and thread counts, and state() / load_state() resume mid-epoch exactly.
@@ -49,9 +50,26 @@ enum class ErrorPolicy {
 ErrorPolicy parse_error_policy(const std::string& name);
 
 struct PipelineOptions {
+  /// num_threads / prefetch_depth: chosen, and re-chosen, while the pipeline runs, from the
+  /// measured rate of finished samples, the consumer's wait and the batch size
+  /// (pipeline/detail/autotune.h; "auto" in Python, JSON-built pipelines and hdl-bench
+  /// --autotune). The choice in use is in PipelineStats::autotune_threads / _prefetch_depth.
+  static constexpr int kAuto = -1;
+
   int64_t batch_size = 32;         ///< samples per batch
-  int num_threads = 0;             ///< worker threads; 0 = one per hardware thread
-  int prefetch_depth = 2;          ///< batches prepared ahead of the consumer (>= 1)
+  /// Worker threads; 0 = one per hardware thread; kAuto = tuned: starts at half the CPUs this
+  /// process may use (affinity mask and cgroup quota, rounded up) and grows while the consumer
+  /// waits and each added thread raises the rate, up to those CPUs (or max_threads).
+  int num_threads = 0;
+  /// Batches prepared ahead of the consumer (>= 1); kAuto = tuned: starts at 1 and grows by one
+  /// when a consumer that had found the batches ready finds none ready (tf.data's rule), while
+  /// prefetch_depth x batch bytes <= prefetch_memory_budget (never below 1).
+  int prefetch_depth = 2;
+  /// With num_threads = kAuto: the most threads the tuner may choose; 0 = the CPUs this process
+  /// may use (the cap whatever this says).
+  int max_threads = 0;
+  /// With prefetch_depth = kAuto: the bytes of prepared batches the tuner may hold ahead.
+  size_t prefetch_memory_budget = size_t(1) << 30;
   uint64_t seed = 0;               ///< seeds shuffling and every random operator
   ErrorPolicy on_error = ErrorPolicy::kRaise;
   int64_t max_failures = 100;      ///< skip: failed samples tolerated in all (then DataError)
@@ -114,10 +132,19 @@ struct PipelineStats {
   uint64_t failures = 0;                 ///< failed samples (all policies)
   uint64_t replaced = 0;                 ///< samples replaced under skip
   double consumer_wait_seconds = 0;      ///< time next() spent waiting for work
+  /// The worker threads and prefetch depth in use now: the tuner's current choice where the
+  /// option is PipelineOptions::kAuto, else the option itself (0 threads resolved).
+  int autotune_threads = 0;
+  int autotune_prefetch_depth = 0;
   std::vector<std::string> recent_errors;  ///< the last few error messages
   BufferPoolStats pool;                  ///< host batches (pinned memory with a gpu stage)
   BufferPoolStats device_pool;           ///< device memory of the gpu stage (zero without one)
 };
+
+/// The CPUs this process may use: its sched_getaffinity mask, lowered by a cgroup v2 cpu.max
+/// (or v1 cfs) quota when one is set (rounded up), never below 1; std::thread::
+/// hardware_concurrency where neither can be read. The limit of num_threads = kAuto.
+int available_cpus();
 
 namespace detail { class Executor; }
 

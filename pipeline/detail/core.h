@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "media/api.h"
@@ -28,7 +29,17 @@ struct ExecutorCore {
   ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts, const OpRegistry& registry);
   ~ExecutorCore();
 
-  void process(Job& job, int64_t slot);
+  /// Produces slot `slot` of `job` (skipped for a cancelled generation); true when it was the
+  /// batch's last slot. Runs the device stage after the last one.
+  bool process(Job& job, int64_t slot);
+  /// A worker task: takes (job, slot) items from `pending` in order until none is left or more
+  /// workers run than `target_workers`. At most target_workers of them run at a time, so the
+  /// target is the live thread count of the one arena (which is sized for the most threads).
+  void work();
+  /// Starts worker tasks up to target_workers and the pending items. Caller holds mu.
+  void start_workers_locked();
+  /// Sets the worker target (1..threads) and starts workers for pending items if it grew.
+  void set_target_workers(int n);
   Status run_sample(Job& job, int64_t slot, const SampleInfo& info, Workspace& ws);
   void record_failure(const Status& status);
   Workspace& workspace();
@@ -41,7 +52,7 @@ struct ExecutorCore {
   Graph graph;
   PipelineOptions options;
   std::shared_ptr<FileSystem> file_system;  // never null
-  int threads;
+  int threads;  // the arena's size: num_threads, or the most the tuner may choose
   ThreadBudget budget;
   tbb::task_arena arena;
   BufferPool pool;  // host batches: pinned when a device stage uploads them
@@ -62,9 +73,14 @@ struct ExecutorCore {
   std::atomic<uint64_t> replaced{0};
   std::atomic<uint64_t> batches{0}, samples{0}, wait_nanos{0};
 
-  std::mutex mu;  // guards outstanding and Job::done
+  std::mutex mu;  // guards outstanding, Job::done, pending and workers
   std::condition_variable cv;
   int64_t outstanding = 0;
+  std::deque<std::pair<std::shared_ptr<Job>, int64_t>> pending;  // (job, slot) in hand-out order
+  int workers = 0;                        // worker tasks started and not finished
+  std::atomic<int> target_workers{1};     // threads in use (tuned with num_threads = kAuto)
+  std::atomic<int> prefetch_depth{1};     // batches ahead in use (tuned with kAuto)
+  std::atomic<uint64_t> finished{0};      // slots processed (any generation): the tuner's rate
 
   mutable std::mutex errors_mu;
   std::deque<std::string> recent_errors;

@@ -3,6 +3,7 @@
 #include "media/cuda/allocator.h"
 #include "media/cache_file_system.h"
 #include "media/remote_file_system.h"
+#include "pipeline/detail/autotune.h"
 #include "pipeline/detail/core.h"
 #include "pipeline/detail/device_stage.h"
 
@@ -21,9 +22,17 @@ uint64_t nanos_since(Clock::time_point t0) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
 
-int resolve_threads(int requested) {
-  if (requested < 0) throw ConfigError("num_threads must be >= 0 (0: one per hardware thread)");
-  if (requested > 0) return requested;
+constexpr int kAuto = PipelineOptions::kAuto;
+
+// The arena's size: num_threads, or with kAuto the most threads the tuner may choose.
+int resolve_threads(const PipelineOptions& o) {
+  if (o.num_threads < 0 && o.num_threads != kAuto)
+    throw ConfigError("num_threads must be >= 0 (0: one per hardware thread) or " + std::to_string(kAuto) +
+                      " (auto), got " + std::to_string(o.num_threads));
+  if (o.max_threads < 0) throw ConfigError("max_threads must be >= 0 (0: the CPUs this process may use), got " +
+                                           std::to_string(o.max_threads));
+  if (o.num_threads == kAuto) return o.max_threads > 0 ? std::min(o.max_threads, available_cpus()) : available_cpus();
+  if (o.num_threads > 0) return o.num_threads;
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
@@ -40,8 +49,9 @@ bool has_stage(const Graph& g, Stage stage) {
 
 void check_options(const PipelineOptions& options) {
   if (options.batch_size < 1) throw ConfigError("batch_size must be >= 1, got " + std::to_string(options.batch_size));
-  if (options.prefetch_depth < 1)
-    throw ConfigError("prefetch_depth must be >= 1, got " + std::to_string(options.prefetch_depth));
+  if (options.prefetch_depth < 1 && options.prefetch_depth != kAuto)
+    throw ConfigError("prefetch_depth must be >= 1 or " + std::to_string(kAuto) + " (auto), got " +
+                      std::to_string(options.prefetch_depth));
   if (options.max_failures < 0) throw ConfigError("max_failures must be >= 0");
 }
 
@@ -79,7 +89,7 @@ ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts
     : graph(Graph::build(spec, registry)),
       options(opts),
       file_system(pipeline_file_system(opts)),
-      threads(resolve_threads(opts.num_threads)),
+      threads(resolve_threads(opts)),
       budget(threads),
       arena(threads, 0),
       pool(has_stage(graph, Stage::kDevice) || has_stage(graph, Stage::kMixed)
@@ -89,6 +99,10 @@ ExecutorCore::ExecutorCore(const PipelineSpec& spec, const PipelineOptions& opts
   // A reader that looks into its files to know its samples does it once, in parallel.
   arena.execute([&] { graph.source_op().prepare(*file_system); });
   check_options(opts);
+  // Auto starts at half the CPUs (conservative: the consumer and the training step need CPU
+  // too) and one batch ahead (tf.data's prefetch autotuner starts at one).
+  target_workers = opts.num_threads == kAuto ? (threads + 1) / 2 : threads;
+  prefetch_depth = opts.prefetch_depth == kAuto ? 1 : opts.prefetch_depth;
   collect_values();
   if (has_stage(graph, Stage::kDevice) || has_stage(graph, Stage::kMixed))
     device_stage = std::make_unique<DeviceStage>(*this, opts.device_id);
@@ -305,7 +319,7 @@ void Executor::Core::record_failure(const Status& status) {
   if (recent_errors.size() > 16) recent_errors.pop_front();
 }
 
-void Executor::Core::process(Job& job, int64_t slot) {
+bool Executor::Core::process(Job& job, int64_t slot) {
   if (job.generation == generation.load(std::memory_order_relaxed)) {
     Workspace& ws = workspace();
     const EpochOrder& order = *job.order;
@@ -378,21 +392,74 @@ void Executor::Core::process(Job& job, int64_t slot) {
       }
     }
   }
-  // Last touch of the Core by this task: the executor may be destroyed right after.
+  return last;
+}
+
+void Executor::Core::start_workers_locked() {
+  const int target = target_workers.load(std::memory_order_relaxed);
+  while (workers < target && static_cast<size_t>(workers) < pending.size()) {
+    ++workers;
+    arena.enqueue([this] { work(); });  // ~Executor waits for workers == 0
+  }
+}
+
+void Executor::Core::set_target_workers(int n) {
+  target_workers = std::clamp(n, 1, threads);
   std::lock_guard lock(mu);
-  if (last) job.done = true;
-  // Waiters wait for a whole batch (next) or for no work at all (~Executor): waking them for
-  // every sample cost a futex wake and a context switch of the consumer per sample.
-  if (--outstanding == 0 || last) cv.notify_all();
+  start_workers_locked();  // a lower target takes effect as workers finish their sample
+}
+
+void Executor::Core::work() {
+  std::shared_ptr<Job> job;
+  int64_t slot = 0;
+  // Takes the next item, or retires this worker (dropping its job reference under the lock,
+  // since a Job's tensors return to the pool). Caller holds mu.
+  auto take = [&] {
+    if (pending.empty() || workers > target_workers.load(std::memory_order_relaxed)) {
+      job.reset();
+      --workers;
+      return false;
+    }
+    job = std::move(pending.front().first);
+    slot = pending.front().second;
+    pending.pop_front();
+    return true;
+  };
+  {
+    std::lock_guard lock(mu);
+    if (!take()) {
+      if (workers == 0) cv.notify_all();
+      return;
+    }
+  }
+  for (;;) {
+    const bool last = process(*job, slot);
+    finished.fetch_add(1, std::memory_order_relaxed);
+    // Last touch of the Core by this task when it retires: the executor may be destroyed
+    // right after.
+    std::lock_guard lock(mu);
+    if (last) job->done = true;
+    --outstanding;
+    const bool more = take();
+    // Waiters wait for a whole batch (next) or for no work at all (~Executor): waking them for
+    // every sample cost a futex wake and a context switch of the consumer per sample.
+    if (outstanding == 0 || last || (!more && workers == 0)) cv.notify_all();
+    if (!more) return;
+  }
 }
 
 Executor::Executor(const PipelineSpec& spec, const PipelineOptions& options, const OpRegistry& registry)
-    : core_(std::make_shared<Core>(spec, options, registry)), fingerprint_(fingerprint_of(*core_)) {}
+    : core_(std::make_shared<Core>(spec, options, registry)), fingerprint_(fingerprint_of(*core_)) {
+  if (options.num_threads == PipelineOptions::kAuto)
+    thread_tuner_.emplace(core_->target_workers.load(), core_->threads, Clock::now());
+  if (options.prefetch_depth == PipelineOptions::kAuto)
+    prefetch_tuner_.emplace(core_->prefetch_depth.load(), options.prefetch_memory_budget);
+}
 
 Executor::~Executor() {
   cancel_in_flight();
   std::unique_lock lock(core_->mu);
-  core_->cv.wait(lock, [&] { return core_->outstanding == 0; });
+  core_->cv.wait(lock, [&] { return core_->outstanding == 0 && core_->workers == 0; });
 }
 
 bool Executor::has_order(int64_t epoch) const {
@@ -466,19 +533,16 @@ void Executor::schedule(int64_t epoch, int64_t batch) {
     }
   }
   job->remaining = job->length;
-  {
-    std::lock_guard lock(c.mu);
-    c.outstanding += job->length;
-    if (job->length == 0) job->done = true;
-  }
   in_flight_.push_back(job);
-  Core* core = &c;  // outlives the task: ~Executor waits for outstanding == 0
-  for (int64_t slot = 0; slot < job->length; ++slot)
-    c.arena.enqueue([core, job, slot] { core->process(*job, slot); });
+  std::lock_guard lock(c.mu);
+  c.outstanding += job->length;
+  if (job->length == 0) job->done = true;
+  for (int64_t slot = 0; slot < job->length; ++slot) c.pending.emplace_back(job, slot);
+  c.start_workers_locked();
 }
 
 void Executor::fill_pipeline() {
-  while (static_cast<int>(in_flight_.size()) < core_->options.prefetch_depth && sched_epoch_ <= epoch_ + 1) {
+  while (static_cast<int>(in_flight_.size()) < core_->prefetch_depth.load() && sched_epoch_ <= epoch_ + 1) {
     if (!has_order(sched_epoch_)) break;  // external order not given yet: nothing to prefetch
     if (sched_batch_ >= order_for(sched_epoch_)->num_batches()) {
       ++sched_epoch_;
@@ -545,12 +609,7 @@ std::optional<PipelineOutput> Executor::next() {
   }
   std::shared_ptr<Job> job = in_flight_.front();
   in_flight_.pop_front();
-  {
-    const auto t0 = Clock::now();
-    std::unique_lock lock(core_->mu);
-    core_->cv.wait(lock, [&] { return job->done; });
-    core_->wait_nanos += nanos_since(t0);
-  }
+  wait_for(*job);
   {
     // Failures count once the consumer gets to their batch, in batch order.
     std::lock_guard position(position_mu_);
@@ -565,7 +624,47 @@ std::optional<PipelineOutput> Executor::next() {
     throw DataError(Status(last.code(), "more than max_failures=" + std::to_string(core_->options.max_failures) +
                                             " samples failed; the last: " + last.message()));
   }
-  return take(*job);
+  PipelineOutput out = take(*job);
+  if (prefetch_tuner_) {  // the largest batch so far, for the prefetch memory budget
+    size_t bytes = 0;
+    for (const Batch& b : out.outputs)
+      for (int64_t i = 0; i < (b.is_dense() ? int64_t{1} : b.size()); ++i)
+        bytes += b.is_dense() ? b.as_tensor().num_bytes() : b.sample(i).num_bytes();
+    batch_bytes_ = std::max(batch_bytes_, bytes);
+  }
+  return out;
+}
+
+void Executor::wait_for(const Job& job) {
+  Core& c = *core_;
+  const auto t0 = Clock::now();
+  int ready = 0;  // prefetched batches finished when the consumer arrived
+  {
+    std::unique_lock lock(c.mu);
+    if (job.done) {
+      ready = 1;
+      for (const auto& j : in_flight_) {
+        if (!j->done) break;
+        ++ready;
+      }
+    }
+    // The thread tuner also looks in while the consumer waits, so a start at too few threads
+    // costs one window, not one batch.
+    if (!thread_tuner_) c.cv.wait(lock, [&] { return job.done; });
+    while (!c.cv.wait_for(lock, ThreadTuner::kWindow / 4, [&] { return job.done; })) {
+      lock.unlock();
+      tune_threads(c.wait_nanos.load() + nanos_since(t0));
+      lock.lock();
+    }
+  }
+  c.wait_nanos += nanos_since(t0);
+  if (thread_tuner_) tune_threads(c.wait_nanos.load());
+  if (prefetch_tuner_) c.prefetch_depth = prefetch_tuner_->observe(ready, batch_bytes_);
+}
+
+void Executor::tune_threads(uint64_t wait_nanos) {
+  const int n = thread_tuner_->observe(Clock::now(), core_->finished.load(), wait_nanos);
+  if (n != core_->target_workers.load()) core_->set_target_workers(n);
 }
 
 bool Executor::wait_next(std::chrono::nanoseconds timeout) {
@@ -610,6 +709,8 @@ PipelineStats Executor::stats() const {
   s.replaced = c.replaced.load();
   s.failures = static_cast<uint64_t>(c.failures.load());
   s.consumer_wait_seconds = static_cast<double>(c.wait_nanos.load()) * 1e-9;
+  s.autotune_threads = c.target_workers.load();
+  s.autotune_prefetch_depth = c.prefetch_depth.load();
   {
     std::lock_guard lock(c.errors_mu);
     s.recent_errors.assign(c.recent_errors.begin(), c.recent_errors.end());

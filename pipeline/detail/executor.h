@@ -12,8 +12,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "media/api.h"
+#include "pipeline/detail/autotune.h"
 #include "pipeline/detail/thread_budget.h"
 #include "pipeline/graph.h"
 #include "pipeline/pipeline.h"
@@ -115,6 +117,9 @@ class Executor {
   void schedule(int64_t epoch, int64_t batch);
   void cancel_in_flight();
   PipelineOutput take(Job& job);
+  /// Waits for `job` (the front batch), timing the wait; feeds the tuners.
+  void wait_for(const Job& job);
+  void tune_threads(uint64_t wait_nanos);
 
   std::shared_ptr<Core> core_;
   uint64_t fingerprint_ = 0;
@@ -132,6 +137,10 @@ class Executor {
   mutable std::deque<std::shared_ptr<const EpochOrder>> orders_;  // small cache, by epoch
   bool external_order_ = false;                              // set_epoch_order was used
   std::map<int64_t, std::shared_ptr<const EpochOrder>> given_;  // external orders, by epoch
+  // Tuners (consumer thread), present for an option set to PipelineOptions::kAuto.
+  std::optional<ThreadTuner> thread_tuner_;
+  std::optional<PrefetchTuner> prefetch_tuner_;
+  size_t batch_bytes_ = 0;  // the largest batch handed out so far
 };
 
 }  // namespace hdl::detail

@@ -6,6 +6,8 @@
 
 #include "media/cache_file_system.h"
 
+#include "pipeline/pipeline.h"
+
 namespace hdl::tools {
 namespace {
 
@@ -28,8 +30,10 @@ DATA      an ImageFolder root (root/<class>/<file>; videos for the video pipelin
 
 options:
   --batch-size N     samples per batch (256; video-decode 1, video-train 8)
-  --threads N        worker threads, 0 = one per core (0)
-  --prefetch N       batches prepared ahead of the consumer (2)
+  --threads N        worker threads, 0 = one per core (0); auto: tuned while it runs (the
+                     report says what it chose)
+  --prefetch N       batches prepared ahead of the consumer (2); auto: tuned within 1 GiB
+  --autotune         --threads auto --prefetch auto (tf.data's AUTOTUNE; pipeline/pipeline.h)
   --epochs N         epochs to run (1)
   --iterations N     run N batches instead (crossing epoch boundaries)
   --warmup N         first N batches are left out of the throughput (1)
@@ -98,8 +102,16 @@ BenchArgs parse_bench_args(int argc, char** argv) {
         fail("--sampler must be random, uniform or contiguous, got \"" + a.sampler + "\"");
     }
     else if (arg == "--metadata-cache") a.metadata_cache = text();
-    else if (arg == "--threads") a.threads = static_cast<int>(number(0));
-    else if (arg == "--prefetch") a.prefetch = static_cast<int>(number(1));
+    else if (arg == "--threads" || arg == "--prefetch") {
+      const bool threads = arg == "--threads";
+      if (i + 1 < argc && std::string(argv[i + 1]) == "auto") {
+        ++i;
+        (threads ? a.threads : a.prefetch) = PipelineOptions::kAuto;
+      } else {
+        (threads ? a.threads : a.prefetch) = static_cast<int>(number(threads ? 0 : 1));
+      }
+    }
+    else if (arg == "--autotune") a.threads = a.prefetch = PipelineOptions::kAuto;
     else if (arg == "--epochs") a.epochs = static_cast<int>(number(1));
     else if (arg == "--iterations") a.iterations = number(1);
     else if (arg == "--warmup") a.warmup = number(0);

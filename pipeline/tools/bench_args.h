@@ -17,8 +17,8 @@ struct BenchArgs {
   std::string file_root;         ///< --file-root: root of a file list's paths (default: its folder)
   int64_t batch_size = 256;      ///< --batch-size (video-decode: 1, video-train: 8 unless given)
   bool batch_size_given = false;
-  int threads = 0;               ///< --threads; 0 = one per hardware thread
-  int prefetch = 2;              ///< --prefetch: batches prepared ahead of the consumer
+  int threads = 0;               ///< --threads; 0 = one per hardware thread; PipelineOptions::kAuto: auto
+  int prefetch = 2;              ///< --prefetch: batches prepared ahead of the consumer; kAuto: auto
   int epochs = 1;                ///< --epochs (ignored when iterations > 0)
   int64_t iterations = 0;        ///< --iterations: batches in all (crossing epochs); 0 = epochs
   int64_t warmup = 1;            ///< --warmup: first batches left out of the throughput

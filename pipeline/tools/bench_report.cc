@@ -61,7 +61,7 @@ double cpu_seconds(const ResourceUsage& a, const ResourceUsage& b) {
 }
 
 double rss_bound_mb(const BenchResult& r) {
-  return double(r.args.prefetch + 2) * double(r.batch_bytes) / 1e6 + 150.0;
+  return double(r.stats.autotune_prefetch_depth + 2) * double(r.batch_bytes) / 1e6 + 150.0;
 }
 
 }  // namespace
@@ -110,8 +110,11 @@ std::string text_report(const BenchResult& r) {
   std::string t;
   t += format("hdl-bench %s over %s: %lld images, %lld classes\n", r.args.pipeline.c_str(), r.args.data.c_str(),
               static_cast<long long>(r.dataset_images), static_cast<long long>(r.classes));
-  t += format("  batch %lld, %d threads (%d cores), prefetch %d, device %s%s, seed %llu\n",
-              static_cast<long long>(r.args.batch_size), r.threads, r.cores, r.args.prefetch, r.args.device.c_str(),
+  const bool auto_threads = r.args.threads == PipelineOptions::kAuto;
+  const bool auto_prefetch = r.args.prefetch == PipelineOptions::kAuto;
+  t += format("  batch %lld, %d threads%s (%d cores), prefetch %d%s, device %s%s, seed %llu\n",
+              static_cast<long long>(r.args.batch_size), r.threads, auto_threads ? " (autotuned)" : "", r.cores,
+              r.stats.autotune_prefetch_depth, auto_prefetch ? " (autotuned)" : "", r.args.device.c_str(),
               r.args.device != "cpu" && r.args.decoder == "hardware" ? " (JPEGs on its hardware engines)" : "",
               static_cast<unsigned long long>(r.args.seed));
   for (const std::string& o : r.output_desc) t += "  output " + o + "\n";
@@ -188,10 +191,15 @@ std::string json_report(const BenchResult& r) {
   j["dataset_images"] = r.dataset_images;
   j["classes"] = r.classes;
   j["options"] = {{"batch_size", r.args.batch_size}, {"threads", r.threads}, {"cores", r.cores},
-                  {"prefetch", r.args.prefetch}, {"epochs", r.args.epochs}, {"iterations", r.args.iterations},
+                  {"prefetch", r.stats.autotune_prefetch_depth}, {"epochs", r.args.epochs}, {"iterations", r.args.iterations},
                   {"warmup", r.args.warmup}, {"device", r.args.device}, {"decoder", r.args.decoder}, {"dtype", r.args.dtype},
                   {"layout", r.args.layout}, {"seed", r.args.seed}, {"dct_scaling", r.args.dct_scaling},
                   {"jpeg_index_mb", r.args.jpeg_index_mb}};
+  // With --autotune (or --threads / --prefetch auto): what the tuner chose, in use at the end.
+  j["autotune"] = {{"threads", r.args.threads == PipelineOptions::kAuto},
+                   {"prefetch", r.args.prefetch == PipelineOptions::kAuto},
+                   {"autotune_threads", r.stats.autotune_threads},
+                   {"autotune_prefetch_depth", r.stats.autotune_prefetch_depth}};
   j["outputs"] = r.output_desc;
   j["batches"] = r.batches;
   j["images"] = r.images;

@@ -252,6 +252,7 @@ int run(BenchArgs args) {
   r.measured_s = since(t_measure);
   r.usage_end = ResourceUsage::now();
   r.stats = pipe.stats();
+  r.threads = r.stats.autotune_threads;  // in use at the end: the tuner's choice with auto
   bar.update(r.images, /*final=*/true);
   const std::string report = args.json ? json_report(r) : text_report(r);
   std::fputs(report.c_str(), stdout);

@@ -32,7 +32,7 @@ import logging
 import os
 import random
 import warnings
-from typing import Any, Dict, List, Optional, TypeVar
+from typing import Any, Dict, List, Optional, TypeVar, Union
 
 import numpy as np
 import torch
@@ -47,7 +47,7 @@ from ._support import Unsupported
 from ._wds_dataset import rank_and_world as _rank_and_world
 from .video import _NativeVideo
 from ._graph import DataNode, collect
-from .pipeline import Pipeline, error_policy
+from .pipeline import AUTO, Pipeline, auto_or_int, error_policy
 from . import _C, fn
 
 log = logging.getLogger("habana_dataloader")
@@ -201,9 +201,14 @@ class HabanaDataLoader(DataLoader[T_co]):
     keyword-only extras:
 
     Args:
-        num_threads: worker threads of the native pipeline (default: num_workers if > 0, else
-            one per CPU); ``Pipeline``'s and the C++ ``PipelineOptions``' name. ``threads=``
-            is the older spelling, still accepted.
+        num_threads: worker threads of the native pipeline, or "auto" (the default): tuned
+            while it runs from the measured sample rate and how long the training loop waits
+            for batches, at most the CPUs this process may use (``Pipeline``'s and the C++
+            ``PipelineOptions``' name and meaning). When only ``num_workers`` (> 0) is given it
+            is auto's ceiling: torch code sets num_workers for worker processes, often above
+            the cores there are; read as "use at most this many", it keeps the user's limit
+            without oversubscribing. ``threads=`` is the older spelling, still accepted.
+            ``autotuned`` says what runs.
         device: "cuda[:N]": batches are CUDA tensors there. The native pipeline decodes and crops on
             CPU threads, uploads uint8 pixels from pinned memory and runs the last operators
             (flip, normalise, layout: ``gpu_ops``) as CUDA kernels on its own stream, ordered
@@ -246,8 +251,10 @@ class HabanaDataLoader(DataLoader[T_co]):
             ``Pipeline``'s and the C++ ``PipelineOptions::cache``'s meaning).
 
     torch's arguments on the native path: ``timeout`` is a deadline per batch (RuntimeError
-    "DataLoader timed out after N seconds", as torch's); ``num_workers`` sets the thread count
-    when ``num_threads`` is not given; ``worker_init_fn`` and ``multiprocessing_context`` have no
+    "DataLoader timed out after N seconds", as torch's); ``num_workers`` caps the tuned thread
+    count when ``num_threads`` is not given; ``prefetch_factor`` sets the batches prepared
+    ahead (default: "auto", which starts at 1 and grows within a 1 GiB budget when batches
+    arrive unevenly); ``worker_init_fn`` and ``multiprocessing_context`` have no
     worker process to apply to: no Python code runs per sample, and the augmentations draw
     from the pipeline's seed (torch's base seed). The loader says so (``native_notes``,
     warned once per process) instead of ignoring them silently.
@@ -258,7 +265,7 @@ class HabanaDataLoader(DataLoader[T_co]):
                  pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor: Optional[int] = None, persistent_workers: bool = False,
-                 pin_memory_device: str = "", num_threads: Optional[int] = None,
+                 pin_memory_device: str = "", num_threads: Union[int, str, None] = None,
                  device: Optional[str] = None, seed: Optional[int] = None,
                  on_error: str = "raise", strict: bool = False, jpeg_index_mb: int = 512,
                  python_tail: bool = False, decoder: str = "auto", threads: Optional[int] = None,
@@ -272,9 +279,8 @@ class HabanaDataLoader(DataLoader[T_co]):
             if num_threads is not None:
                 raise TypeError("HabanaDataLoader() takes num_threads= or threads= (its older spelling), not both")
             num_threads = threads
-        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
-                                        or num_threads < 0):
-            raise ValueError(f"HabanaDataLoader() argument 'num_threads' must be an int >= 0, got {num_threads!r}")
+        if num_threads is not None:
+            num_threads = auto_or_int(num_threads, "num_threads", 0, "HabanaDataLoader")
         policy = error_policy(on_error, "HabanaDataLoader")
         if decoder not in ("auto", "hardware", "cpu"):
             raise ValueError(f"HabanaDataLoader() argument 'decoder' must be 'auto', 'hardware' or 'cpu', got {decoder!r}")
@@ -314,13 +320,15 @@ class HabanaDataLoader(DataLoader[T_co]):
         self.python_tail = bool(python_tail)
         self.decoder = decoder
         self._hw_decode = False  # JPEGs on the GPU's hardware engines (the mixed stage)
-        self.num_threads = num_threads if num_threads is not None else (num_workers if num_workers > 0 else 0)
+        # Not set: "auto", capped by num_workers when that was given (see num_threads above).
+        self.num_threads = num_threads if num_threads is not None else AUTO
+        self._max_threads = num_workers if num_threads is None and num_workers > 0 else None
         self.device, self.seed, self.on_error, self.strict = device, seed, on_error, strict
         self._error_policy, self._device = policy, resolved_device
         # As torch's iterator: pin only with CUDA unless a pin_memory_device is named.
         self._pin_device = pin_memory_device or None
         self._pin = bool(pin_memory) and (torch.cuda.is_available() or self._pin_device is not None)
-        self._prefetch = max(1, int(prefetch_factor or 2))
+        self._prefetch = AUTO if prefetch_factor is None else max(1, int(prefetch_factor))
         self._epoch = 0
         self._iter: Optional[_NativeIter] = None
         self._torch_it: Any = None  # the fallback path's newest torch iterator
@@ -377,9 +385,16 @@ class HabanaDataLoader(DataLoader[T_co]):
                 _say_once(f"HabanaDataLoader: {note}", UserWarning)
 
     @property
-    def threads(self) -> int:
+    def threads(self) -> Union[int, str]:
         """``num_threads`` under its older name."""
         return self.num_threads
+
+    @property
+    def autotuned(self) -> Optional[Dict[str, int]]:
+        """The native pipeline's threads and prefetch depth in use now ({"num_threads": ...,
+        "prefetch_depth": ...}: the tuner's choice where they are "auto"); None before the
+        pipeline is built (the first iteration) or on torch's path."""
+        return self._pipe.autotuned if self._pipe is not None else None
 
     # ---- what runs natively -----------------------------------------------------------------
     def _try_native(self, a: Dict[str, Any]) -> None:
@@ -484,6 +499,7 @@ class HabanaDataLoader(DataLoader[T_co]):
         gpu = self._gpu_tail
         pipe = Pipeline(batch_size=self._batch_size, num_threads=self.num_threads,
                         prefetch_depth=self._prefetch, seed=seed, on_error=self._error_policy,
+                        max_threads=self._max_threads,
                         device=self._device if gpu else "cpu", cache_dir=self.cache_dir,
                         cache_limit=self.cache_limit)
         with pipe:

@@ -54,6 +54,28 @@ def error_policy(on_error: Any, who: str) -> "_C.ErrorPolicy":
         raise ValueError(f"{who}(): {e}") from None
 
 
+AUTO = "auto"  #: num_threads= / prefetch_depth= value: tuned while the pipeline runs
+
+
+def auto_or_int(value: Any, name: str, lo: int, who: str) -> Any:
+    """``num_threads`` / ``prefetch_depth`` checked once, at the edge that took it (``who``):
+    "auto" or an int >= ``lo``; returned as given. TypeError / ValueError name the argument."""
+    if value == AUTO and isinstance(value, str):
+        return value
+    if isinstance(value, str):
+        raise ValueError(f"{who}() argument '{name}' must be an int >= {lo} or 'auto', got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{who}() argument '{name}' must be int or 'auto', got {type(value).__name__}")
+    if value < lo:
+        raise ValueError(f"{who}() argument '{name}' must be >= {lo} or 'auto', got {value}")
+    return value
+
+
+def _native_count(value: Any) -> int:
+    """A checked num_threads / prefetch_depth as hdl::PipelineOptions takes it ("auto": kAuto)."""
+    return _C.AUTO if value == AUTO else value
+
+
 def _device(device: Any) -> Tuple[str, Optional[int]]:
     """``Pipeline(device=)`` checked and converted once: ("cpu", None), or the device outputs
     are moved to as torch spells it and the CUDA device id of the gpu stage."""
@@ -80,8 +102,13 @@ class Pipeline:
 
     Args:
         batch_size: samples per batch.
-        num_threads: worker threads (0: one per CPU).
-        prefetch_depth: batches prepared ahead (>= 1).
+        num_threads: worker threads (0: one per CPU), or "auto": tuned while it runs from the
+            measured rate of finished samples and the consumer's wait (starts at half the CPUs
+            this process may use, grows while the consumer waits and each thread raises the
+            rate; at most those CPUs, or ``max_threads``).
+        prefetch_depth: batches prepared ahead (>= 1), or "auto": starts at 1 and grows by one
+            when the consumer, having found batches ready, finds none ready (tf.data's rule),
+            while prefetch_depth x batch bytes <= ``prefetch_memory_budget``.
         seed: seeds shuffling and every random operator.
         on_error: "raise" (a bad sample raises DataError naming operator, sample and file) or
             "skip" (it is replaced by the next readable sample and counted).
@@ -96,15 +123,25 @@ class Pipeline:
             by the processes of the machine naming it (default: $HDL_CACHE_DIR, else none).
         cache_limit: the most the cache holds: bytes, or "500M", "10G" (default:
             $HDL_CACHE_LIMIT, else 10 GiB). See media/cache_file_system.h.
+        max_threads: with num_threads="auto", the most threads it may choose (None: the CPUs
+            this process may use, ``available_cpus()``).
+        prefetch_memory_budget: with prefetch_depth="auto", the bytes of batches it may hold
+            ahead (None: 1 GiB).
+
+    ``autotuned`` says what is in use (the choice, with "auto"); ``stats()`` has it as
+    ``autotune_threads`` / ``autotune_prefetch_depth``.
     """
 
-    def __init__(self, batch_size: int = 32, num_threads: int = 0, prefetch_depth: int = 2,
+    def __init__(self, batch_size: int = 32, num_threads: Any = 0, prefetch_depth: Any = 2,
                  seed: int = 0, on_error: str = "raise", max_failures: int = 100, *,
                  output: str = "torch", device: str = "cpu", max_cached_bytes: Optional[int] = None,
-                 cache_dir: Optional[str] = None, cache_limit: Any = None):
-        for name, v, lo in (("batch_size", batch_size, 1), ("num_threads", num_threads, 0),
-                            ("prefetch_depth", prefetch_depth, 1), ("seed", seed, 0),
-                            ("max_failures", max_failures, 0)):
+                 cache_dir: Optional[str] = None, cache_limit: Any = None,
+                 max_threads: Optional[int] = None, prefetch_memory_budget: Optional[int] = None):
+        num_threads = auto_or_int(num_threads, "num_threads", 0, "Pipeline")
+        prefetch_depth = auto_or_int(prefetch_depth, "prefetch_depth", 1, "Pipeline")
+        for name, v, lo in (("batch_size", batch_size, 1), ("seed", seed, 0),
+                            ("max_failures", max_failures, 0), ("max_threads", max_threads or 0, 0),
+                            ("prefetch_memory_budget", prefetch_memory_budget or 1, 1)):
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError(f"Pipeline() argument '{name}' must be int, got {type(v).__name__}")
             if v < lo:
@@ -117,6 +154,7 @@ class Pipeline:
         self.on_error = "skip" if self._error_policy == _C.ErrorPolicy.SKIP else "raise"
         self.device, self._device_id = _device(device)  # outputs go to device; the gpu stage runs on the id
         self.output, self.max_cached_bytes = output, max_cached_bytes
+        self.max_threads, self.prefetch_memory_budget = max_threads, prefetch_memory_budget
         if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
             raise TypeError(f"Pipeline() argument 'cache_dir' must be a path, got {type(cache_dir).__name__}")
         self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else None
@@ -231,11 +269,12 @@ class Pipeline:
         for n in batch_fns:
             n.native_inputs = [native_index(d) for d in n.inputs]
         spec, functions, samples = to_spec(native_outputs)
-        options = {"batch_size": self.batch_size, "num_threads": self.num_threads,
-                   "prefetch_depth": self.prefetch_depth, "seed": self.seed,
+        options = {"batch_size": self.batch_size, "num_threads": _native_count(self.num_threads),
+                   "prefetch_depth": _native_count(self.prefetch_depth), "seed": self.seed,
                    "on_error": self._error_policy, "max_failures": self.max_failures,
                    "max_cached_bytes": self.max_cached_bytes, "cache_dir": self.cache_dir,
-                   "cache_limit": self.cache_limit}
+                   "cache_limit": self.cache_limit, "max_threads": self.max_threads,
+                   "prefetch_memory_budget": self.prefetch_memory_budget}
         self._gpu_stage = any(n.stage in ("gpu", "mixed") for n in nodes)  # a device stage
         options["device_id"] = self._device_id or 0
         self._native = _C.Pipeline(spec, options, functions, samples)  # the one conversion to hdl::PipelineSpec
@@ -327,6 +366,16 @@ class Pipeline:
         jpeg_index_files, jpeg_index_bytes, jpeg_index_hits, ...), batch and sample counts,
         consumer wait time, recent errors and buffer-pool counters."""
         return self._native_or_build().stats()
+
+    @property
+    def autotuned(self) -> Optional[Dict[str, int]]:
+        """What runs now: {"num_threads": ..., "prefetch_depth": ...}, the tuner's current
+        choice for an option set to "auto", else the option (0 threads resolved). None before
+        build()."""
+        if self._native is None:
+            return None
+        s = self._native.stats()
+        return {"num_threads": s["autotune_threads"], "prefetch_depth": s["autotune_prefetch_depth"]}
 
     @property
     def output_names(self) -> List[str]:

@@ -109,7 +109,7 @@ class PyPipeline {
              const py::dict& samples) {
     static const char* const kKnown[] = {"batch_size", "num_threads", "prefetch_depth", "seed", "on_error",
                                          "max_failures", "max_cached_bytes", "device_id", "cache_dir",
-                                         "cache_limit"};
+                                         "cache_limit", "max_threads", "prefetch_memory_budget"};
     for (const auto& [key, value] : opts) {
       const std::string k = py::str(key);
       if (std::find(std::begin(kKnown), std::end(kKnown), k) == std::end(kKnown))
@@ -127,6 +127,8 @@ class PyPipeline {
     o.batch_size = option<int64_t>(opts, "batch_size", o.batch_size);
     o.num_threads = option<int>(opts, "num_threads", o.num_threads);
     o.prefetch_depth = option<int>(opts, "prefetch_depth", o.prefetch_depth);
+    o.max_threads = option<int>(opts, "max_threads", o.max_threads);
+    o.prefetch_memory_budget = option<size_t>(opts, "prefetch_memory_budget", o.prefetch_memory_budget);
     o.seed = option<uint64_t>(opts, "seed", o.seed);
     o.on_error = option<ErrorPolicy>(opts, "on_error", o.on_error);  // parsed at the Python edge
     o.max_failures = option<int64_t>(opts, "max_failures", o.max_failures);
@@ -246,6 +248,8 @@ class PyPipeline {
     d["failures"] = s.failures;
     d["replaced"] = s.replaced;
     d["consumer_wait_seconds"] = s.consumer_wait_seconds;
+    d["autotune_threads"] = s.autotune_threads;
+    d["autotune_prefetch_depth"] = s.autotune_prefetch_depth;
     d["recent_errors"] = s.recent_errors;
     auto pool = [](const BufferPoolStats& p) {
       py::dict out;
@@ -318,6 +322,9 @@ void bind_pipeline(py::module_& m) {
   py::enum_<ErrorPolicy>(m, "ErrorPolicy", "hdl::ErrorPolicy: what a failed sample does (on_error).")
       .value("RAISE", ErrorPolicy::kRaise)
       .value("SKIP", ErrorPolicy::kSkip);
+  m.attr("AUTO") = PipelineOptions::kAuto;  // num_threads / prefetch_depth "auto" (hdl::PipelineOptions::kAuto)
+  m.def("available_cpus", &available_cpus,
+        "The CPUs this process may use (affinity mask, cgroup quota): auto's thread limit.");
   m.def("parse_byte_size", [](const py::object& v) {
           py::dict d;
           d["cache_limit"] = v;

@@ -420,7 +420,7 @@ TEST_F(PipelineTest, BadOptionsAreConfigErrors) {
   TempImageFolder folder(2, 4);
   EXPECT_THROW(Pipeline(random_spec(folder.root().string()), {.batch_size = 0}, test_registry()), ConfigError);
   EXPECT_THROW(Pipeline(random_spec(folder.root().string()), {.prefetch_depth = 0}, test_registry()), ConfigError);
-  EXPECT_THROW(Pipeline(random_spec(folder.root().string()), {.num_threads = -1}, test_registry()), ConfigError);
+  EXPECT_THROW(Pipeline(random_spec(folder.root().string()), {.num_threads = -2}, test_registry()), ConfigError);  // -1: kAuto
   EXPECT_THROW(parse_error_policy("ignore"), ConfigError);
   EXPECT_EQ(parse_error_policy("skip"), ErrorPolicy::kSkip);
 }

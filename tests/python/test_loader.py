@@ -182,8 +182,10 @@ def test_options_are_checked_at_the_edge(val_root):
         HabanaDataLoader(data, on_error="ignore")
     with pytest.raises(TypeError, match="num_threads= or threads="):
         HabanaDataLoader(data, num_threads=2, threads=2)
-    with pytest.raises(ValueError, match="'num_threads' must be an int >= 0"):
+    with pytest.raises(ValueError, match="'num_threads' must be >= 0 or 'auto', got -1"):
         HabanaDataLoader(data, num_threads=-1)
+    with pytest.raises(ValueError, match="'num_threads' must be an int >= 0 or 'auto', got 'fast'"):
+        HabanaDataLoader(data, num_threads="fast")
     ds = torchvision.datasets.ImageFolder(str(val_root), SMALL)
     old = HabanaDataLoader(ds, batch_size=8, threads=2, on_error="skip", strict=True)  # the older spelling
     new = HabanaDataLoader(ds, batch_size=8, num_threads=2, on_error="skip", strict=True)

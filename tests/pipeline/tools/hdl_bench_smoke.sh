@@ -93,6 +93,14 @@ if [ -z "${HDL_HAVE_GPU:-}" ]; then expect_error '^hdl-bench: configuration erro
 expect_error 'must be cpu, cuda or cuda:N' -- decode "$L" --device gpu
 expect_error 'bad value for --batch-size' -- decode "$L" --batch-size 0
 expect_error 'needs --skip-errors' -- decode "$L" --max-failures 5
+expect_error 'bad value for --threads: fast' -- decode "$L" --threads fast
+
+# --autotune (threads and prefetch "auto"): the JSON and the text say what it chose.
+check auto 48 "[8, 3, 224, 224] float32 CHW" -- resnet-train "$L" --file-root "$TRAIN" --batch-size 8 --autotune --epochs 2
+"$PY" -c 'import json,sys; a=json.load(open(sys.argv[1]))["autotune"]
+assert a["threads"] and a["prefetch"] and a["autotune_threads"] >= 1 and a["autotune_prefetch_depth"] >= 1, a' "$WORK/auto.json"
+"$BENCH" decode "$L" --file-root "$TRAIN" --batch-size 8 --threads auto --prefetch auto --no-progress > "$WORK/auto.txt"
+[ "$(grep -c '(autotuned)' "$WORK/auto.txt")" -eq 1 ] || { echo "text report lacks '(autotuned)'"; cat "$WORK/auto.txt"; exit 1; }
 
 # The failure budget: 8 photos and 3 unreadable files, one epoch. Under --skip-errors a budget
 # of 3 is enough (the 3 failures are counted), a budget of 2 stops the run as a data error (1).
