@@ -181,6 +181,81 @@ class VideoList(Dataset):
                   [listed.source(i) for i in range(n)], **{**_LIST_DEFAULTS, **kwargs})
         return ds
 
+    @classmethod
+    def from_shards(cls, urls: Any, field: Optional[str] = None, label: Optional[str] = "cls",
+                    **kwargs: Any) -> "VideoList":
+        """A VideoList of the videos stored in WebDataset tar shards (as ``write_shards`` /
+        ``hdl-shards`` write a video list or folder): one entry per sample, in shard order, then
+        member order.
+
+        ``urls``: webdataset's shard specs (``"train-{000000..000099}.tar"``, "::"-joined specs,
+        or a list of specs); plain ``.tar`` shards on a local file system (a video is read with
+        seeks, so compressed shards cannot be). ``field``: the video's field, webdataset style:
+        ``"mp4"``, or alternatives ``"mp4;avi;webm"`` (the first a sample has); None (default):
+        the sample's one field among ``VIDEO_EXTENSIONS``. ``label``: the field holding the
+        class as decimal text (``cls``, as webdataset's ``to_tuple("mp4", "cls")``); None: every
+        label 0. Other keyword arguments are VideoList's (frames_per_clip, sampler, transform,
+        ...).
+
+        Each entry's path is ``"<shard>/<member name>"`` ("train-000000.tar/n01/v7.mp4"), which
+        the pipeline (and this dataset's torch path) opens as a window onto the member inside
+        the shard (pipeline/readers/shard_member_file.h), so clips, labels and order are the
+        ones of a VideoList over the same files on disk. Member offsets come from each shard's
+        index (the ``.idx`` sidecar, built and saved on first use when missing or stale), so no
+        open scans a shard. A sample without the video or label field, or a label that is not
+        an integer, raises ``habana_dataloader.DataError`` naming the shard and the key."""
+        from ._wds_source import expand_urls, is_remote, local_path
+        unknown = sorted(set(kwargs) - set(_LIST_DEFAULTS))
+        if unknown:
+            raise TypeError(f"{cls.__name__}.from_shards() got unexpected keyword argument(s) {', '.join(unknown)}")
+        name = f"{cls.__name__}.from_shards()"
+        wanted = [f.strip().lower() for f in field.split(";")] if field is not None else None
+        video_exts = {e.lstrip(".").lower() for e in VIDEO_EXTENSIONS}
+        keys: List[str] = []
+        labels: List[int] = []
+        sources: List[str] = []
+        for url in expand_urls(urls):
+            if is_remote(url):
+                raise ValueError(f"{name}: shard {url!r}: only local shards for now (videos are read with seeks)")
+            shard = local_path(url)
+            if not shard.endswith(".tar"):
+                raise ValueError(f"{name}: shard {shard!r}: a plain .tar shard is needed (videos are read with "
+                                 "seeks; a compressed shard can only be streamed)")
+            samples, warning = _C.shard_samples(shard, [label] if label else [])
+            if warning:
+                warnings.warn(f"{name}: {warning}", RuntimeWarning, stacklevel=2)
+            for key, members, values in samples:
+                where = f'tar shard "{shard}": key "{key}"'
+                if wanted is not None:
+                    video = next((f for f in wanted if f in members), None)
+                else:
+                    found = [f for f in members if f in video_exts]
+                    video = found[0] if len(found) == 1 else None
+                    if len(found) > 1:
+                        raise _data_error(f"{name}: {where}: several video fields ({', '.join(sorted(found))}); "
+                                          "pick one with field=")
+                if video is None:
+                    raise _data_error(f"{name}: {where}: no {field or 'video'} field (the sample has "
+                                      f"{', '.join(sorted(members)) or 'no fields'})")
+                value = 0
+                if label:
+                    if label not in values:
+                        raise _data_error(f"{name}: {where}: no {label!r} field (the label)")
+                    try:
+                        value = int(values[label].decode("utf-8").strip())
+                    except (UnicodeDecodeError, ValueError):
+                        raise _data_error(f"{name}: {where}: field {label!r} is not an integer: "
+                                          f"{values[label][:40]!r}") from None
+                keys.append(f"{shard}/{members[video]}")
+                labels.append(value)
+                sources.append(where)
+        if not keys:
+            raise _data_error(f"{name}: no samples in {urls!r}")
+        ds = cls.__new__(cls)
+        ds.root = ""
+        ds._setup(keys, labels, None, None, sources, **{**_LIST_DEFAULTS, **kwargs})
+        return ds
+
     def _setup(self, keys: List[str], labels: List[int], segments: Optional[List[Tuple[float, Optional[float]]]],
                paths: Optional[List[str]], sources: Optional[List[str]], *, frames_per_clip: int, step: int,
                sampler: str, clips_per_video: int, clip_stride: int, frame_rate: Optional[float],
