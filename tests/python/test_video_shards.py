@@ -104,3 +104,12 @@ def test_bad_fields_and_members_are_named(shards, folder):
         _C.probe_video(shard + "/nope.mp4")
     with pytest.raises(DataError, match="No such file"):  # no shard: the path's own error
         _C.probe_video(str(folder) + "/missing.tar/x.mp4")
+
+
+def test_webdataset_with_a_video_field_points_to_from_shards(shards):
+    from habana_dataloader import WebDataset
+    ds = WebDataset(shards).decode("pil").to_tuple("mp4;avi;ogv", "cls")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loader = HabanaDataLoader(ds, batch_size=2)
+    assert not loader.native and "VideoList.from_shards" in loader.fallback_reason
