@@ -53,6 +53,8 @@ Result<std::shared_ptr<const ShardMemberFileSystem::Members>> ShardMemberFileSys
   for (const IndexedSample& s : index.samples)
     for (const IndexedField& f : s.fields) (*members)[f.member_name] = {f.offset, f.size};
   std::lock_guard lock(mu_);
+  for (const auto& [name, known] : indexes_)  // another thread indexed it meanwhile: one entry per shard
+    if (name == shard) return known;
   indexes_.emplace_front(shard, members);
   if (indexes_.size() > kKeepIndexes) indexes_.pop_back();
   return std::shared_ptr<const Members>(members);

@@ -108,6 +108,10 @@ TEST(ShardMemberFileTest, VideosInAShardGiveTheClipsOfTheFilesOnDisk) {
   ASSERT_EQ(want.size(), 13u);  // 3 + 7 + 3 clips
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(got[i] == want[i]) << "clip " << i;
+  // The pipeline's default file system (no PipelineOptions::file_system) reads members too.
+  const auto by_default = clips(in_shard, nullptr);
+  ASSERT_EQ(by_default.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(by_default[i] == want[i]) << "clip " << i;
   // A member the shard does not have is named.
   ShardMemberFileSystem fs(posix_file_system());
   auto missing = fs.open(dir.path("videos.tar").string() + "/nope.mp4");
