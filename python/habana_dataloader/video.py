@@ -8,7 +8,8 @@
     loader = HabanaDataLoader(ds, batch_size=32, shuffle=True, num_workers=8, drop_last=True)
     for clips, labels in loader: ...          # [32, 3, 16, 112, 112] float32, [32] int64
 
-``VideoList`` (listed videos, or segments of them: (path, label, start, end)) and its
+``VideoList`` (listed videos, or segments of them: (path, label, start, end); or the videos
+of WebDataset tar shards, ``VideoList.from_shards(urls, field, label)``, read in place) and its
 subclass ``VideoFolder`` (a class-folder tree) are ordinary map-style torch Datasets (torch's
 DataLoader runs them, for comparison or where the native path does not apply): they decode
 with ``_C.decode_clip``, the
@@ -205,6 +206,8 @@ class VideoList(Dataset):
         open scans a shard. A sample without the video or label field, or a label that is not
         an integer, raises ``habana_dataloader.DataError`` naming the shard and the key."""
         from ._wds_source import expand_urls, is_remote, local_path
+        if issubclass(cls, VideoFolder):
+            raise TypeError("VideoFolder.from_shards(): use VideoList.from_shards (shards hold no class folders)")
         unknown = sorted(set(kwargs) - set(_LIST_DEFAULTS))
         if unknown:
             raise TypeError(f"{cls.__name__}.from_shards() got unexpected keyword argument(s) {', '.join(unknown)}")
