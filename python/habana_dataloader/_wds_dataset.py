@@ -38,10 +38,8 @@ import numpy as np
 from . import fn
 from ._image_datasets import map_transform
 from ._native_dataset import NativeDataset, Options
-from .video import VIDEO_EXTENSIONS
+from ._video_shards import _VIDEO_FIELDS
 from .wds import WebDataset, reraise_exception
-
-_VIDEO_FIELDS = frozenset(e.lstrip(".").lower() for e in VIDEO_EXTENSIONS)
 
 
 def claims(ds: Any) -> bool:

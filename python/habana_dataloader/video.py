@@ -205,55 +205,13 @@ class VideoList(Dataset):
         index (the ``.idx`` sidecar, built and saved on first use when missing or stale), so no
         open scans a shard. A sample without the video or label field, or a label that is not
         an integer, raises ``habana_dataloader.DataError`` naming the shard and the key."""
-        from ._wds_source import expand_urls, is_remote, local_path
         if issubclass(cls, VideoFolder):
             raise TypeError("VideoFolder.from_shards(): use VideoList.from_shards (shards hold no class folders)")
         unknown = sorted(set(kwargs) - set(_LIST_DEFAULTS))
         if unknown:
             raise TypeError(f"{cls.__name__}.from_shards() got unexpected keyword argument(s) {', '.join(unknown)}")
-        name = f"{cls.__name__}.from_shards()"
-        wanted = [f.strip().lower() for f in field.split(";")] if field is not None else None
-        video_exts = {e.lstrip(".").lower() for e in VIDEO_EXTENSIONS}
-        keys: List[str] = []
-        labels: List[int] = []
-        sources: List[str] = []
-        for url in expand_urls(urls):
-            if is_remote(url):
-                raise ValueError(f"{name}: shard {url!r}: only local shards for now (videos are read with seeks)")
-            shard = local_path(url)
-            if not shard.endswith(".tar"):
-                raise ValueError(f"{name}: shard {shard!r}: a plain .tar shard is needed (videos are read with "
-                                 "seeks; a compressed shard can only be streamed)")
-            samples, warning = _C.shard_samples(shard, [label] if label else [])
-            if warning:
-                warnings.warn(f"{name}: {warning}", RuntimeWarning, stacklevel=2)
-            for key, members, values in samples:
-                where = f'tar shard "{shard}": key "{key}"'
-                if wanted is not None:
-                    video = next((f for f in wanted if f in members), None)
-                else:
-                    found = [f for f in members if f in video_exts]
-                    video = found[0] if len(found) == 1 else None
-                    if len(found) > 1:
-                        raise _data_error(f"{name}: {where}: several video fields ({', '.join(sorted(found))}); "
-                                          "pick one with field=")
-                if video is None:
-                    raise _data_error(f"{name}: {where}: no {field or 'video'} field (the sample has "
-                                      f"{', '.join(sorted(members)) or 'no fields'})")
-                value = 0
-                if label:
-                    if label not in values:
-                        raise _data_error(f"{name}: {where}: no {label!r} field (the label)")
-                    try:
-                        value = int(values[label].decode("utf-8").strip())
-                    except (UnicodeDecodeError, ValueError):
-                        raise _data_error(f"{name}: {where}: field {label!r} is not an integer: "
-                                          f"{values[label][:40]!r}") from None
-                keys.append(f"{shard}/{members[video]}")
-                labels.append(value)
-                sources.append(where)
-        if not keys:
-            raise _data_error(f"{name}: no samples in {urls!r}")
+        from ._video_shards import shard_entries
+        keys, labels, sources = shard_entries(urls, field, label, f"{cls.__name__}.from_shards()")
         ds = cls.__new__(cls)
         ds.root = ""
         ds._setup(keys, labels, None, None, sources, **{**_LIST_DEFAULTS, **kwargs})

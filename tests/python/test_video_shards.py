@@ -5,6 +5,7 @@ Member paths "<shard>.tar/<member>" are opened through the pipeline's default fi
 _C.decode_clip's (pipeline/readers/shard_member_file.h); offsets come from the .idx sidecar.
 """
 
+import io
 import pathlib
 import tarfile
 import warnings
@@ -92,13 +93,22 @@ def test_shuffled_native_order_matches_torch(shards):
         assert (x - u).abs().max().item() <= 1 / 255 / 0.216989 + 1e-5  # the two resizes: within a uint8 step
 
 
-def test_bad_fields_and_members_are_named(shards, folder):
+def test_bad_fields_and_members_are_named(shards, folder, tmp_path):
     with pytest.raises(DataError, match=r'tar shard ".*v-00\.tar": key "a_office/office_h264_320x240": no webm field'):
         VideoList.from_shards(shards, field="webm")
     with pytest.raises(DataError, match=r"no 'json' field"):
         VideoList.from_shards(shards, label="json")
     with pytest.raises(ValueError, match="plain .tar"):
         VideoList.from_shards(str(folder) + "/x.tar.gz")
+    bad = tmp_path / "bad.tar"  # written by Python's tarfile: a label that is no integer
+    with tarfile.open(bad, "w") as tf:
+        tf.add((folder / "a_office" / "office_h264_320x240.mp4").resolve(), "k1.mp4")  # the file, not the link
+        info = tarfile.TarInfo("k1.cls")
+        info.size = 3
+        tf.addfile(info, io.BytesIO(b"two"))
+    with pytest.raises(DataError, match=r'bad\.tar": key "k1": field .cls. is not an integer'):
+        VideoList.from_shards(str(bad))
+    assert VideoList.from_shards(str(bad), label=None, frames_per_clip=4).targets == [0]
     shard = shards.replace("{00..01}", "00")
     with pytest.raises(DataError, match=r'has no member "nope\.mp4"'):
         _C.probe_video(shard + "/nope.mp4")
