@@ -26,7 +26,8 @@ PIPELINE  resnet-train  decode + RandomResizedCrop 224 + random flip + normalize
 DATA      an ImageFolder root (root/<class>/<file>; videos for the video pipelines), a file
           list ("relative/path label" lines), or WebDataset tar shards for the image pipelines
           ("train-{000000..000099}.tar", "::"-joined lists; --file-root is their folder; compressed
-          shards, "train-{000000..000099}.tar.gz", are read in streaming mode)
+          shards, "train-{000000..000099}.tar.gz", are read in streaming mode); a file list's
+          paths may name members of plain tar shards ("v-00.tar/a/clip.mp4 3"), read in place
 
 options:
   --batch-size N     samples per batch (256; video-decode 1, video-train 8)

@@ -7,7 +7,10 @@ What runs natively: ``WebDataset(urls, ...)`` with ``.shuffle(n)`` (any number),
 ``.decode("pil")``, ``.to_tuple(IMAGE, LABEL)`` and ``.map_tuple(transform, None)`` (or no
 map_tuple), in that order; IMAGE is a field or "jpg;png"-style alternatives, LABEL a field
 holding the class index as text ("cls"). Anything else is a reason to fall back (torch's
-DataLoader then runs the WebDataset in Python, as webdataset would).
+DataLoader then runs the WebDataset in Python, as webdataset would). A video field (mp4, avi,
+...) is such a reason: a WebDataset yields whole videos as webdataset does; for native clips of
+videos in shards, ``VideoList.from_shards(urls, field, label)`` (video.py) reads the members
+where they lie, through video_reader.
 
 The epoch's order is this module's, not a sampler's (an IterableDataset has none): every sample
 of every shard, in a permutation drawn from (seed, epoch) when the WebDataset shuffles (shards or
@@ -35,6 +38,7 @@ import numpy as np
 from . import fn
 from ._image_datasets import map_transform
 from ._native_dataset import NativeDataset, Options
+from ._video_shards import _VIDEO_FIELDS
 from .wds import WebDataset, reraise_exception
 
 
@@ -115,6 +119,10 @@ def _stage_reasons(ds: WebDataset) -> Tuple[List[str], Optional[Tuple[str, str]]
                 reasons.append(f".to_tuple{tuple(k)!r} is not (image field, label field)")
             else:
                 keys = (k[0], k[1])
+                if any(f.strip().lower() in _VIDEO_FIELDS for f in keys[0].split(";")):
+                    reasons.append(f"field {keys[0]!r} is a video: a WebDataset yields whole videos (as webdataset); "
+                                   "for native clips use habana_dataloader.VideoList.from_shards(urls, "
+                                   f"field={keys[0]!r}, label={keys[1]!r}, frames_per_clip=..., ...)")
             if args["handler"] is not reraise_exception:
                 reasons.append(".to_tuple(handler=...) is given")
         elif name == "map_tuple":

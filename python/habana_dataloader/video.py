@@ -8,7 +8,8 @@
     loader = HabanaDataLoader(ds, batch_size=32, shuffle=True, num_workers=8, drop_last=True)
     for clips, labels in loader: ...          # [32, 3, 16, 112, 112] float32, [32] int64
 
-``VideoList`` (listed videos, or segments of them: (path, label, start, end)) and its
+``VideoList`` (listed videos, or segments of them: (path, label, start, end); or the videos
+of WebDataset tar shards, ``VideoList.from_shards(urls, field, label)``, read in place) and its
 subclass ``VideoFolder`` (a class-folder tree) are ordinary map-style torch Datasets (torch's
 DataLoader runs them, for comparison or where the native path does not apply): they decode
 with ``_C.decode_clip``, the
@@ -179,6 +180,41 @@ class VideoList(Dataset):
         ds._setup([listed.relative_path(i) for i in range(n)], [listed.label(i) for i in range(n)],
                   [tuple(listed.segment(i)) for i in range(n)] if segments else None, None,
                   [listed.source(i) for i in range(n)], **{**_LIST_DEFAULTS, **kwargs})
+        return ds
+
+    @classmethod
+    def from_shards(cls, urls: Any, field: Optional[str] = None, label: Optional[str] = "cls",
+                    **kwargs: Any) -> "VideoList":
+        """A VideoList of the videos stored in WebDataset tar shards (as ``write_shards`` /
+        ``hdl-shards`` write a video list or folder): one entry per sample, in shard order, then
+        member order.
+
+        ``urls``: webdataset's shard specs (``"train-{000000..000099}.tar"``, "::"-joined specs,
+        or a list of specs); plain ``.tar`` shards on a local file system (a video is read with
+        seeks, so compressed shards cannot be). ``field``: the video's field, webdataset style:
+        ``"mp4"``, or alternatives ``"mp4;avi;webm"`` (the first a sample has); None (default):
+        the sample's one field among ``VIDEO_EXTENSIONS``. ``label``: the field holding the
+        class as decimal text (``cls``, as webdataset's ``to_tuple("mp4", "cls")``); None: every
+        label 0. Other keyword arguments are VideoList's (frames_per_clip, sampler, transform,
+        ...).
+
+        Each entry's path is ``"<shard>/<member name>"`` ("train-000000.tar/n01/v7.mp4"), which
+        the pipeline (and this dataset's torch path) opens as a window onto the member inside
+        the shard (pipeline/readers/shard_member_file.h), so clips, labels and order are the
+        ones of a VideoList over the same files on disk. Member offsets come from each shard's
+        index (the ``.idx`` sidecar, built and saved on first use when missing or stale), so no
+        open scans a shard. A sample without the video or label field, or a label that is not
+        an integer, raises ``habana_dataloader.DataError`` naming the shard and the key."""
+        if issubclass(cls, VideoFolder):
+            raise TypeError("VideoFolder.from_shards(): use VideoList.from_shards (shards hold no class folders)")
+        unknown = sorted(set(kwargs) - set(_LIST_DEFAULTS))
+        if unknown:
+            raise TypeError(f"{cls.__name__}.from_shards() got unexpected keyword argument(s) {', '.join(unknown)}")
+        from ._video_shards import shard_entries
+        keys, labels, sources = shard_entries(urls, field, label, f"{cls.__name__}.from_shards()")
+        ds = cls.__new__(cls)
+        ds.root = ""
+        ds._setup(keys, labels, None, None, sources, **{**_LIST_DEFAULTS, **kwargs})
         return ds
 
     def _setup(self, keys: List[str], labels: List[int], segments: Optional[List[Tuple[float, Optional[float]]]],

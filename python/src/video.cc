@@ -3,7 +3,8 @@
 // VideoFolder (the datasets torch's DataLoader runs) and for tests.
 //
 // They decode with the pipeline's own VideoDecoder (decoders/video_decoder.h) over the real
-// file system, so a clip decoded here has the pixels video_reader gives, and the timeline
+// file system (with "<shard>.tar/<member>" paths read from tar shards, as the pipeline reads
+// them), so a clip decoded here has the pixels video_reader gives, and the timeline
 // (VideoInfo.timeline) is clip_sampler.cc's, so clip frame indices agree by construction.
 // The GIL is released around every probe and decode. Bad data raises DataError (a
 // RuntimeError, `.code` the status code) naming the file; bad arguments raise ValueError.
@@ -24,6 +25,7 @@
 #include "media/file_system.h"
 #include "pipeline/errors.h"
 #include "pipeline/readers/clip_sampler.h"
+#include "pipeline/readers/shard_member_file.h"
 #include "pipeline/readers/video_metadata_cache.h"
 #include "python/src/bindings.h"
 
@@ -43,8 +45,10 @@ ColorFormat parse_output_type(const std::string& s) {
   throw ConfigError("output_type must be rgb, bgr or gray, got \"" + s + "\"");
 }
 
+// The real file system with members of tar shards as files ("<shard>.tar/<member>"), as the
+// pipeline reads them (pipeline/readers/shard_member_file.h).
 Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) {
-  static const std::shared_ptr<FileSystem> fs = posix_file_system();
+  static const std::shared_ptr<FileSystem> fs = std::make_shared<ShardMemberFileSystem>(posix_file_system());
   return fs->open(path);
 }
 

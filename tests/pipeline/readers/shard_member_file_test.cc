@@ -34,6 +34,37 @@ TEST(ShardMemberFileTest, WindowReadsOnlyItsBytes) {
   EXPECT_EQ(*w->read(6, 4, buf), 0);
 }
 
+// Which paths take the member route: only those under a regular file named *.tar; a folder
+// named x.tar holds ordinary files; a path under no file keeps its own error.
+TEST(ShardMemberFileTest, OnlyPathsUnderARegularTarFileAreMembers) {
+  TarDir dir("member_route");
+  dir.write("in/a.txt", "alpha");
+  dir.write("in/b.txt", "bravo!");
+  dir.write("folder.tar/real.txt", "a real file under a folder named folder.tar");
+  dir.write("notatar.tar", std::string(1024, 'z'));
+  ASSERT_TRUE(dir.sh("tar --format=gnu -C in -cf s.tar a.txt b.txt"));
+  ShardMemberFileSystem fs(posix_file_system(), {.policy = IndexCachePolicy::kNone});
+  auto text = [&](const std::string& rel) -> std::string {
+    auto f = fs.open(dir.path(rel).string());
+    if (!f.is_ok()) return "error: " + f.status().message();
+    std::string s(size_t((*f)->size()), '\0');
+    EXPECT_TRUE(read_exactly(**f, 0, (*f)->size(), s.data()).is_ok());
+    return s;
+  };
+  EXPECT_EQ(text("in/a.txt"), "alpha");  // no ".tar/": the inner file system's
+  EXPECT_TRUE(fs.counters().empty());
+  EXPECT_EQ(text("folder.tar/real.txt"), "a real file under a folder named folder.tar");
+  EXPECT_EQ(text("s.tar/b.txt"), "bravo!");  // indexed now
+  EXPECT_EQ(text("s.tar/a.txt"), "alpha");   // from the kept index
+  EXPECT_EQ(fs.counters(), (std::vector<std::pair<std::string, int64_t>>{{"shard_member_opens", 2}}));
+  EXPECT_NE(text("s.tar/c.txt").find("tar shard \"" + dir.path("s.tar").string() + "\" has no member \"c.txt\""),
+            std::string::npos);
+  EXPECT_EQ(text("missing.tar/a.txt"), "error: No such file or directory");  // no shard: the path's error
+  EXPECT_EQ(text("folder.tar/missing.txt"), "error: No such file or directory");
+  const std::string bad = text("notatar.tar/a.txt");  // a file that is no tar: the index's error, naming it
+  EXPECT_NE(bad.find("notatar.tar"), std::string::npos) << bad;
+}
+
 TEST(ShardMemberFileTest, VideosInAShardGiveTheClipsOfTheFilesOnDisk) {
   HDL_REQUIRE_CORPUS();
   const auto original = hdl::testing::corpus_dir() / "video" / "original";
@@ -77,6 +108,10 @@ TEST(ShardMemberFileTest, VideosInAShardGiveTheClipsOfTheFilesOnDisk) {
   ASSERT_EQ(want.size(), 13u);  // 3 + 7 + 3 clips
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(got[i] == want[i]) << "clip " << i;
+  // The pipeline's default file system (no PipelineOptions::file_system) reads members too.
+  const auto by_default = clips(in_shard, nullptr);
+  ASSERT_EQ(by_default.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(by_default[i] == want[i]) << "clip " << i;
   // A member the shard does not have is named.
   ShardMemberFileSystem fs(posix_file_system());
   auto missing = fs.open(dir.path("videos.tar").string() + "/nope.mp4");
