@@ -15,7 +15,13 @@ faults    hdl-bench resnet-train over nginx behind the fault proxy at 0% and at 
 moto      resnet-train from moto's S3: hdl-bench resnet-train s3://hdl/shard-{...}.tar (threads = cores)
           against webdataset.WebDataset("pipe:curl -s --aws-sigv4 ... URL") + torch's DataLoader
           (num_workers = cores), the same torchvision transforms, the same server; prints
-          images/s, the ratio (target >= 3x) and moto's own CPU seconds per run.
+          images/s, the ratio (target >= 3x) and moto's own CPU seconds per run. Our side in
+          one or more of --arms: "indexed" (a range GET per sample, the index built from the
+          header blocks over the network; alone), "sidecar" (the same with "<shard>.idx" sidecars
+          published beside the shards: no header reads), "cache" (sidecars, and --cache-dir
+          in a fresh folder each round: whole shards downloaded once in 8 MiB range GETs,
+          read locally after). moto answers a range GET by reading the whole object, so
+          what each arm costs the server is printed beside its rate.
 curl-cpu  CPU seconds per MB fetching the same objects from nginx: whole shards and ranged
           reads of every sample's JPEG, through our client (samples/benchmark/fetch_bench:
           url_file_system(), one HEAD per object, reads into a reused buffer) and through one
@@ -172,40 +178,65 @@ def run_moto(a):
     mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
     train = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(mean, std)])
     names = shards(a.root)
+    arms = a.arms.split(",")
+    if any(x not in ("indexed", "sidecar", "cache") for x in arms):
+        raise SystemExit(f"--arms: indexed, sidecar, cache; got {a.arms!r}")
+    if "indexed" in arms and len(arms) > 1:  # one bucket: with the sidecars or without them
+        raise SystemExit("--arms: run indexed alone (its bucket has no sidecars)")
+    sidecars = [os.path.join(a.root, n + ".idx") for n in names]
+    for p in sidecars:  # published or not, as the arms need: moto's bucket holds what --root does
+        if os.path.exists(p):
+            os.remove(p)
+    if "sidecar" in arms or "cache" in arms:
+        sys.path.insert(0, os.path.join(a.build, "python"))
+        from habana_dataloader import _C
+        for n in names:
+            _C.build_shard_index(os.path.join(a.root, n), "")
     srv = Servers(a.root, "moto")
     moto = pids_named(srv.proc.pid, "moto_server")[0]
     base = srv.url("moto")
     os.environ.update(AWS_ENDPOINT_URL=base, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
                       AWS_REGION="us-east-1")
 
-    def ours():  # hdl-bench resnet-train: the same transforms, natively
-        rep = hdl_bench(a.build, "s3://hdl/" + spec(names), ["--threads", str(a.workers), "--batch-size", "64",
-                                                              "--epochs", str(a.epochs)], env=dict(os.environ))
-        print(f"  ours   {rep['images_per_s']:7.1f} images/s over {a.epochs} epochs after the warm-up "
-              f"({rep['images']} images; first batch {rep['time_to_first_batch_s']:.1f} s)", flush=True)
+    def ours(arm):  # hdl-bench resnet-train: the same transforms, natively
+        args = ["--threads", str(a.workers), "--batch-size", "64", "--epochs", str(a.epochs)]
+        with tempfile.TemporaryDirectory(prefix="hdl-moto-cache-") as cache:
+            if arm == "cache":
+                args += ["--cache-dir", cache]
+            rep = hdl_bench(a.build, "s3://hdl/" + spec(names), args, env=dict(os.environ))
+        print(f"  {arm:8s} {rep['images_per_s']:7.1f} images/s over {a.epochs} epochs after the warm-up "
+              f"({rep['images']} images; first batch {rep['time_to_first_batch_s']:.1f} s; "
+              f"{counters(rep).get('remote_requests', 0)} requests; {rep['failures']} failures)", flush=True)
         return rep["images_per_s"]
 
     def theirs():  # webdataset's pipe: with the curl CLI, signing the GET as our client does
         urls = [f"pipe:curl -s -f --aws-sigv4 aws:amz:us-east-1:s3 --user testing:testing {base}/hdl/{n}" for n in names]
         ds = (wds.WebDataset(urls, shardshuffle=100, seed=0).shuffle(1000).decode("pil")
-              .to_tuple("jpg", "cls").map_tuple(train, None))
+              .to_tuple("jpg;jpeg", "cls").map_tuple(train, None))
         return torch.utils.data.DataLoader(ds, batch_size=64, num_workers=a.workers)
 
-    ratios = []
+    ratios = {arm: [] for arm in arms}
     try:
         for r in range(a.rounds):
             got = {}
-            for name, make in (("ours", ours), ("wds", lambda: max(epochs("wds", theirs, a.epochs)[1:]))):
+            runs = [(arm, lambda arm=arm: ours(arm)) for arm in arms]
+            runs.append(("wds", lambda: max(epochs("wds", theirs, a.epochs)[1:])))
+            for name, make in (runs if r % 2 == 0 else runs[::-1]):
                 c0, t0 = cpu_seconds(moto), time.perf_counter()
                 got[name] = make()
                 moto_cpu, wall = cpu_seconds(moto) - c0, time.perf_counter() - t0
                 print(f"round {r} {name}: {got[name]:.1f} images/s; moto used {moto_cpu:.1f} CPU s in {wall:.1f} s "
                       f"({moto_cpu / wall:.2f} cores)", flush=True)
-            ratios.append(got["ours"] / got["wds"])
+            for arm in arms:
+                ratios[arm].append(got[arm] / got["wds"])
     finally:
         srv.stop()
-    print(f"ours / webdataset + DataLoader ({a.workers} workers), moto's S3 (median of {len(ratios)} rounds): "
-          f"{statistics.median(ratios):.2f}x (each: {', '.join(f'{x:.2f}' for x in ratios)}; target >= 3x)")
+        for p in sidecars:
+            if os.path.exists(p):
+                os.remove(p)
+    for arm, rs in ratios.items():
+        print(f"ours ({arm}) / webdataset + DataLoader ({a.workers} workers), moto's S3 (median of {len(rs)} rounds): "
+              f"{statistics.median(rs):.2f}x (each: {', '.join(f'{x:.2f}' for x in rs)}; target >= 3x)")
 
 
 def timed(cmd):
@@ -290,6 +321,7 @@ def main():
     m.add_argument("--rounds", type=int, default=2)
     m.add_argument("--epochs", type=int, default=2)
     m.add_argument("--workers", type=int, default=os.cpu_count())
+    m.add_argument("--arms", default="sidecar,cache", help="our side's arms, comma-separated (indexed: alone)")
     c = sub.add_parser("curl-cpu")
     c.add_argument("--rounds", type=int, default=5)
     for s in sub.choices.values():
