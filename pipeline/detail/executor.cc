@@ -195,6 +195,9 @@ class SampleRun final : public SampleIO {
     if (!rng_) rng_.emplace(core_.rng_keys[node_index_], info_.epoch, info_.position, info_.attempt);
     return *rng_;
   }
+  RandomStream item_rng(uint64_t item) override {
+    return RandomStream(RandomStream::item_key(core_.rng_keys[node_index_]), info_.epoch, item, info_.attempt);
+  }
   OpState* state() override {
     if (!ws_.state_made[node_index_]) {
       ws_.states[node_index_] = node_->op->make_state();
@@ -429,7 +432,7 @@ std::shared_ptr<const EpochOrder> Executor::order_for(int64_t epoch) const {
     if (p && p->epoch() == epoch) return p;
   const SourceOperator& src = core_->graph.source_op();
   auto order = std::make_shared<const EpochOrder>(src.num_samples(), core_->options.batch_size,
-                                                 src.sharding(), core_->options.seed, epoch);
+                                                 src.sharding(), core_->options.seed, epoch, src.sample_group());
   orders_.push_back(order);
   if (orders_.size() > 3) orders_.pop_front();
   return order;
@@ -473,8 +476,20 @@ void Executor::schedule(int64_t epoch, int64_t batch) {
   }
   in_flight_.push_back(job);
   Core* core = &c;  // outlives the task: ~Executor waits for outstanding == 0
-  for (int64_t slot = 0; slot < job->length; ++slot)
-    c.arena.enqueue([core, job, slot] { core->process(*job, slot); });
+  // One task per slot; with grouped samples (SourceOperator::sample_group()), one task per run
+  // of consecutive slots of one group, in order, so that one thread (one decoder) does them.
+  const int64_t group = c.graph.source_op().sample_group();
+  for (int64_t slot = 0; slot < job->length;) {
+    int64_t end = slot + 1;
+    if (group > 1) {
+      const int64_t g = job->order->dataset_index(job->first_position + slot) / group;
+      while (end < job->length && job->order->dataset_index(job->first_position + end) / group == g) ++end;
+    }
+    c.arena.enqueue([core, job, slot, end] {
+      for (int64_t k = slot; k < end; ++k) core->process(*job, k);
+    });
+    slot = end;
+  }
 }
 
 void Executor::fill_pipeline() {
