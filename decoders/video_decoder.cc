@@ -62,13 +62,13 @@ struct VideoDecoder::Impl {
   // False once a session of the held video could not be continued at all (its container's
   // packets cannot be placed): its calls then decode no extra upcoming frames.
   bool keep_pays = true;
-  // At most this many frames are kept (a later clip whose frames were passed and not kept
-  // starts afresh, as without keeping).
-  static constexpr size_t kMaxKept = 64;
-  // Frames past a call's last wanted frame that the session still decodes when an upcoming
-  // clip wants them: the demuxer reads a few packets ahead (B-frame reordering), and a later
-  // clip that starts among them could not go on otherwise.
-  static constexpr int64_t kKeepAhead = 8;
+  // Kept frames take at most about this many bytes (counted as width * height * 3 each, the
+  // most a frame of up to 4:4:4 8-bit or 4:2:0 16-bit takes); a later clip whose frames were
+  // passed and not kept starts afresh, as without keeping.
+  static constexpr int64_t kMaxKeptBytes = int64_t(128) << 20;
+  static size_t max_kept(const VideoInfo& info) {
+    return size_t(std::max<int64_t>(1, kMaxKeptBytes / std::max<int64_t>(1, info.width * info.height * 3)));
+  }
 
   void drop_kept() {
     for (auto& [index, f] : kept) av_frame_free(&f);
@@ -152,12 +152,19 @@ struct VideoDecoder::Impl {
     // stream a later clip's frames cost the same decoded on their own, so none are added.
     const bool keeping = hold && !upcoming.empty() && options.device.is_cpu() && keep_pays;
     const bool intra_only = info.keyframes.size() == info.pts.size();
+    const size_t max_keep = max_kept(info);
     if (keeping && !plan.empty() && !intra_only) {
+      // The upcoming frames from this clip's first on, in order, while they fit: the session
+      // decodes on through them (one pass over the clips' union, the demuxer's read-ahead
+      // included), so that the next clips come from `kept` and where it left off.
       std::vector<int64_t> extra;
-      for (int64_t f : upcoming)
-        if (f >= plan.front() && f <= plan.back() + kKeepAhead && !kept.count(f) &&
-            !std::binary_search(plan.begin(), plan.end(), f))
-          extra.push_back(f);
+      size_t room = max_keep - std::min(max_keep, kept.size());
+      for (int64_t f : upcoming) {
+        if (f < plan.front() || kept.count(f)) continue;
+        if (room == 0) break;
+        --room;
+        if (!std::binary_search(plan.begin(), plan.end(), f)) extra.push_back(f);
+      }
       if (!extra.empty()) {
         std::vector<int64_t> merged;
         std::vector<size_t> merged_slot;
@@ -179,7 +186,7 @@ struct VideoDecoder::Impl {
       u += done;
       if (plan_slot[u] != kKeep) HDL_RETURN_IF_ERROR(hand_out(plan_slot[u], f));
       if (!keeping || !std::binary_search(upcoming.begin(), upcoming.end(), plan[u])) return Status::ok();
-      if (kept.size() < kMaxKept && !kept.count(plan[u])) {
+      if (kept.size() < max_keep && !kept.count(plan[u])) {
         AVFrame* copy = av_frame_clone(f);
         if (!copy) return Status::resource_exhausted("out of memory");
         kept.emplace(plan[u], copy);

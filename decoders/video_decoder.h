@@ -155,10 +155,11 @@ class VideoDecoder {
   /// keeps `info` alive while it holds it.
   /// `upcoming`: frames later calls for this video will ask for (the other clips of a video
   /// decoded together, e.g. video_reader's group_clips). A call keeps the upcoming frames it
-  /// decodes on its way (CPU decoding; references to the decoded frames, at most 64), so that
-  /// a later clip overlapping this one still goes on: its kept frames are converted, the rest
-  /// decoded on from where this call stopped — one pass over the union of the clips, as
-  /// torchcodec's clips_at_random_indices. Each hold_session() replaces the list; after each
+  /// decodes, going on past its own last frame through the upcoming ones (CPU decoding, not
+  /// intra-only streams; references to the decoded frames, up to about 128 MiB of them), so
+  /// that the later clips, overlapping or not, come from the kept frames and go on from where
+  /// this call stopped: one pass over the union of the clips, as torchcodec's
+  /// clips_at_random_indices. An intra-only stream keeps only the frames a call wants anyway. Each hold_session() replaces the list; after each
   /// call the kept frames it does not name are released.
   void hold_session(std::shared_ptr<const VideoInfo> info, std::vector<int64_t> upcoming = {});
 
