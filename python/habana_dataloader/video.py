@@ -117,8 +117,9 @@ class VideoList(Dataset):
       of the entry sees the same draw; without, each ``__getitem__`` draws the K anew from
       torch's global RNG). HabanaDataLoader's native reader (video_reader ``group_clips``)
       then also keeps each entry's clips adjacent in its shuffled epoch and decodes them in
-      one pass (torchcodec's ``clips_at_random_indices``); a torch sampler over this dataset
-      shuffles clips, not entries;
+      one pass (torchcodec's ``clips_at_random_indices``) when the loader's order keeps them
+      adjacent: pass ``sampler=GroupedClipSampler(dataset)`` (entries shuffled, each entry's
+      clips in order; torch's own ``shuffle=True`` shuffles clips, not entries);
     - ``sampler="contiguous"``: every clip, starts 0, clip_stride, 2 * clip_stride, ... (VideoClips'
       clips with frames_between_clips = clip_stride); a video that cannot be read, or a bad
       segment, counts one clip, whose ``__getitem__`` raises with the reason, as
@@ -463,6 +464,29 @@ class VideoList(Dataset):
         return (f"{type(self).__name__}(root={self.root!r}, entries={len(self.samples)}, clips={len(self)}, "
                 f"segments={self.segments is not None}, frames_per_clip={self.frames_per_clip}, step={self.step}, "
                 f"sampler={self.sampler!r}, frame_rate={self.frame_rate}, transform={self.transform!r})")
+
+
+class GroupedClipSampler(torch.utils.data.Sampler):
+    """The order for a ``group_clips`` VideoList / VideoFolder: every epoch its entries with
+    clips, shuffled (``torch.randperm`` over entries, from ``generator`` or torch's global RNG;
+    ``shuffle=False``: in order), each entry's ``clips_per_video`` clips one after another in
+    time order. Works with torch's DataLoader and HabanaDataLoader (whose native reader then
+    decodes each entry's clips in one pass)."""
+
+    def __init__(self, dataset: "VideoList", shuffle: bool = True, generator: Optional[torch.Generator] = None):
+        if not getattr(dataset, "group_clips", False):
+            raise ValueError("GroupedClipSampler() needs a VideoList / VideoFolder made with group_clips=True")
+        self.dataset, self.shuffle, self.generator = dataset, shuffle, generator
+
+    def __iter__(self):
+        k = self.dataset.clips_per_video
+        groups = len(self.dataset) // k
+        order = torch.randperm(groups, generator=self.generator).tolist() if self.shuffle else range(groups)
+        for g in order:
+            yield from range(g * k, (g + 1) * k)
+
+    def __len__(self) -> int:
+        return len(self.dataset)
 
 
 def _segment(start: Any, end: Any, where: str) -> Tuple[float, Optional[float]]:
