@@ -13,6 +13,8 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 }
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -53,7 +55,27 @@ struct VideoDecoder::Impl {
   // hold_session(): the video whose session stays open between calls, and that session.
   std::shared_ptr<const VideoInfo> held;
   std::unique_ptr<ClipSession> session;
+  // hold_session()'s upcoming frames, and those of them the session decoded on its way (CPU
+  // frames, references to the decoder's buffers), by frame index.
+  std::vector<int64_t> upcoming;
+  std::map<int64_t, AVFrame*> kept;
+  // False once a session of the held video could not be continued at all (its container's
+  // packets cannot be placed): its calls then decode no extra upcoming frames.
+  bool keep_pays = true;
+  // Kept frames take at most about this many bytes (counted as width * height * 3 each, the
+  // most a frame of up to 4:4:4 8-bit or 4:2:0 16-bit takes); a later clip whose frames were
+  // passed and not kept starts afresh, as without keeping.
+  static constexpr int64_t kMaxKeptBytes = int64_t(128) << 20;
+  static size_t max_kept(const VideoInfo& info) {
+    return size_t(std::max<int64_t>(1, kMaxKeptBytes / std::max<int64_t>(1, info.width * info.height * 3)));
+  }
+
+  void drop_kept() {
+    for (auto& [index, f] : kept) av_frame_free(&f);
+    kept.clear();
+  }
   ~Impl() {
+    drop_kept();
     session.reset();  // before the packet, frame and device it uses
     av_buffer_unref(&hw_device);
     av_frame_free(&frame);
@@ -88,44 +110,113 @@ struct VideoDecoder::Impl {
     const int w = int(info.width), h = int(info.height);
     // The retry below decodes only the frames not handed out yet: run() numbers them from 0,
     // `done` of them came before.
-    size_t done = 0;
+    // Each distinct frame is converted into slot(first[i]) and handed on; the frames the
+    // session decodes come from `plan` (the frames asked for that no earlier call kept, and
+    // upcoming frames it passes on its way, which it keeps instead).
     bool sink_failed = false;
-    auto convert = [&](size_t u, const AVFrame* f) -> Status {
-      u += done;
-      const TensorView out = slot(first[u]);
+    auto hand_out = [&](size_t i, const AVFrame* f) -> Status {
+      const TensorView out = slot(first[i]);
       if (f->format == AV_PIX_FMT_CUDA) {
         HDL_RETURN_IF_ERROR(convert_on_device(f, info, options, rotation, out));
       } else {
         HDL_RETURN_IF_ERROR(converter.convert(f, w, h, options.color, rotation, out));
       }
-      Status st = delivered(out, first[u]);
+      Status st = delivered(out, first[i]);
       sink_failed = !st.is_ok();
       return st;
     };
-    size_t handed_out = 0;  // distinct frames delivered by the first run
+    // The held video's session, continued when the frames not kept from earlier calls lie
+    // ahead of where it stopped; else a fresh one (kept for the next call when the video is
+    // held).
+    const bool hold = held.get() == &info;
+    bool continued = false;
+    size_t from_kept = 0;  // wanted[0, from_kept) come from `kept`
+    if (session && hold && &session->info() == &info) {
+      session->rebind(file, rep);
+      while (from_kept < wanted.size() && kept.count(wanted[from_kept])) ++from_kept;
+      const std::vector<int64_t> rest(wanted.begin() + std::ptrdiff_t(from_kept), wanted.end());
+      continued = rest.empty() || session->can_continue(rest);
+    }
+    if (!continued) {
+      drop_kept();
+      from_kept = 0;
+      session = std::make_unique<ClipSession>(file, info, options, packet, frame, rep, hw);
+    }
+    rep.continued = continued;
+    for (size_t i = 0; i < from_kept; ++i) HDL_RETURN_IF_ERROR(hand_out(i, kept[wanted[i]]));
+    std::vector<int64_t> plan(wanted.begin() + std::ptrdiff_t(from_kept), wanted.end());
+    std::vector<size_t> plan_slot;  // index into wanted, or kKeep
+    constexpr size_t kKeep = SIZE_MAX;
+    for (size_t i = from_kept; i < wanted.size(); ++i) plan_slot.push_back(i);
+    // Upcoming frames the session passes are decoded (not skipped) and kept; in an intra-only
+    // stream a later clip's frames cost the same decoded on their own, so none are added.
+    const bool keeping = hold && !upcoming.empty() && options.device.is_cpu() && keep_pays;
+    const bool intra_only = info.keyframes.size() == info.pts.size();
+    const size_t max_keep = max_kept(info);
+    if (keeping && !plan.empty() && !intra_only) {
+      // The upcoming frames from this clip's first on, in order, while they fit: the session
+      // decodes on through them (one pass over the clips' union, the demuxer's read-ahead
+      // included), so that the next clips come from `kept` and where it left off.
+      std::vector<int64_t> extra;
+      size_t room = max_keep - std::min(max_keep, kept.size());
+      for (int64_t f : upcoming) {
+        if (f < plan.front() || kept.count(f)) continue;
+        if (room == 0) break;
+        --room;
+        if (!std::binary_search(plan.begin(), plan.end(), f)) extra.push_back(f);
+      }
+      if (!extra.empty()) {
+        std::vector<int64_t> merged;
+        std::vector<size_t> merged_slot;
+        size_t a = 0, b = 0;
+        while (a < plan.size() || b < extra.size()) {
+          if (b == extra.size() || (a < plan.size() && plan[a] < extra[b])) {
+            merged.push_back(plan[a]), merged_slot.push_back(plan_slot[a]), ++a;
+          } else {
+            merged.push_back(extra[b]), merged_slot.push_back(kKeep), ++b;
+          }
+        }
+        plan = std::move(merged), plan_slot = std::move(merged_slot);
+      }
+    }
+    // The retry below decodes only the frames not handed out yet: run() numbers them from 0,
+    // `done` of them came before.
+    size_t done = 0;
+    auto convert = [&](size_t u, const AVFrame* f) -> Status {
+      u += done;
+      if (plan_slot[u] != kKeep) HDL_RETURN_IF_ERROR(hand_out(plan_slot[u], f));
+      if (!keeping || !std::binary_search(upcoming.begin(), upcoming.end(), plan[u])) return Status::ok();
+      if (kept.size() < max_keep && !kept.count(plan[u])) {
+        AVFrame* copy = av_frame_clone(f);
+        if (!copy) return Status::resource_exhausted("out of memory");
+        kept.emplace(plan[u], copy);
+      }
+      return Status::ok();
+    };
+    size_t handed_out = 0;  // plan entries done by the first run
     auto counting = [&](size_t u, const AVFrame* f) -> Status {
       HDL_RETURN_IF_ERROR(convert(u, f));
       handed_out = u + 1;
       return Status::ok();
     };
-    // The held video's session, continued when the clip lies ahead of where it stopped; else
-    // a fresh one (kept for the next call when the video is held).
-    const bool hold = held.get() == &info;
-    bool continued = false;
-    if (session && hold && &session->info() == &info) {
-      session->rebind(file, rep);
-      continued = session->can_continue(wanted);
-    }
-    if (!continued) session = std::make_unique<ClipSession>(file, info, options, packet, frame, rep, hw);
-    rep.continued = continued;
     ClipSession& clip = *session;
-    Status st = run_clip(clip, wanted, convert, counting, continued);
+    Status st = plan.empty() ? Status::ok() : run_clip(clip, plan, convert, counting, continued);
     if (!st.is_ok() && st.code() == StatusCode::kInvalidData && !sink_failed && clip_retry_) {
       ++rep.retries;
       // Each frame goes to the sink once: the retry wants the frames after those handed out.
       done = handed_out;
-      const std::vector<int64_t> rest(wanted.begin() + std::ptrdiff_t(done), wanted.end());
+      const std::vector<int64_t> rest(plan.begin() + std::ptrdiff_t(done), plan.end());
       st = clip.run(rest, convert);
+    }
+    if (st.is_ok() && hold && !plan.empty() && !clip.continuable()) keep_pays = false;
+    // What later calls may still want stays kept.
+    for (auto it = kept.begin(); it != kept.end();) {
+      if (st.is_ok() && hold && std::binary_search(upcoming.begin(), upcoming.end(), it->first)) {
+        ++it;
+      } else {
+        av_frame_free(&it->second);
+        it = kept.erase(it);
+      }
     }
     if (!hold || !st.is_ok()) session.reset();
     return st;
@@ -158,13 +249,19 @@ VideoDecoder::VideoDecoder(VideoDecoderOptions options) : options_(options), imp
 
 VideoDecoder::~VideoDecoder() = default;
 
-void VideoDecoder::hold_session(std::shared_ptr<const VideoInfo> info) {
+void VideoDecoder::hold_session(std::shared_ptr<const VideoInfo> info, std::vector<int64_t> upcoming) {
+  std::sort(upcoming.begin(), upcoming.end());
+  upcoming.erase(std::unique(upcoming.begin(), upcoming.end()), upcoming.end());
+  impl_->upcoming = std::move(upcoming);
   if (impl_->held == info) return;
+  impl_->drop_kept();
+  impl_->keep_pays = true;
   impl_->session.reset();  // it refers to the info held until now
   impl_->held = std::move(info);
 }
 
 Result<VideoInfo> VideoDecoder::probe(const RandomAccessFile& file) {
+  impl_->drop_kept();
   impl_->session.reset();  // the held session's packet and frame are the ones probing uses
   return probe_video(file, options_.max_frame_pixels, impl_->packet, impl_->frame);
 }
@@ -229,6 +326,7 @@ Status VideoDecoder::decode_only(const RandomAccessFile& file, const VideoInfo& 
   QuietLog quiet;
   if (!options_.device.is_cpu()) HDL_RETURN_IF_ERROR(device_supports(info));
   HDL_ASSIGN_OR_RETURN(AVBufferRef* const hw, impl_->hardware(options_));
+  impl_->drop_kept();
   impl_->session.reset();  // the held session's packet and frame are the ones this uses
   ClipSession clip(file, info, options_, impl_->packet, impl_->frame, rep, hw);
   return clip.run(wanted, [](size_t, const AVFrame*) { return Status::ok(); });

@@ -153,7 +153,15 @@ class VideoDecoder {
   /// between were decoded); the report says `continued`. The file passed to each call must
   /// hold the same bytes as the first (the same video, opened again is fine). The decoder
   /// keeps `info` alive while it holds it.
-  void hold_session(std::shared_ptr<const VideoInfo> info);
+  /// `upcoming`: frames later calls for this video will ask for (the other clips of a video
+  /// decoded together, e.g. video_reader's group_clips). A call keeps the upcoming frames it
+  /// decodes, going on past its own last frame through the upcoming ones (CPU decoding, not
+  /// intra-only streams; references to the decoded frames, up to about 128 MiB of them), so
+  /// that the later clips, overlapping or not, come from the kept frames and go on from where
+  /// this call stopped: one pass over the union of the clips, as torchcodec's
+  /// clips_at_random_indices. An intra-only stream keeps only the frames a call wants anyway. Each hold_session() replaces the list; after each
+  /// call the kept frames it does not name are released.
+  void hold_session(std::shared_ptr<const VideoInfo> info, std::vector<int64_t> upcoming = {});
 
   /// Decodes frames without converting them to RGB (decode-only throughput; validation): the
   /// number of frames decoded is in the report. Same errors as decode().

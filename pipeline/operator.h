@@ -75,6 +75,11 @@ class SampleIO {
   virtual Result<TensorView> output(int i, const Shape& shape, DType dtype, Layout layout) = 0;
   /// This operator's random stream for this sample (same numbers on every run and thread count).
   virtual RandomStream& rng() = 0;
+  /// This operator's random stream for `item` of this epoch and attempt instead of this
+  /// sample's slot: a stream several samples share, the same whichever sample (or thread) asks
+  /// (a video reader with group_clips draws all of a video's clips from the video's stream).
+  /// Depends on (seed, operator, epoch, item, attempt) only; distinct from every rng().
+  virtual RandomStream item_rng(uint64_t item) = 0;
   /// This operator's state on this thread (from Operator::make_state), or nullptr.
   virtual OpState* state() = 0;
   /// Where files are read from (PipelineOptions::file_system, or the real file system); readers
@@ -180,6 +185,13 @@ class SourceOperator : public Operator {
   /// Whether a sample index names the same sample in every epoch (true by default; false for a
   /// reader whose indices are positions in a stream whose contents change with the epoch).
   virtual bool stable_indices() const { return true; }
+  /// Samples come in groups of this many consecutive dataset indices (from 0) that an epoch
+  /// keeps together and in order (a video reader's group_clips: one video's clips, in time
+  /// order): the epoch order shuffles, shards and pads whole groups, and the executor runs the
+  /// consecutive slots of one group within a batch as one task, in order, on one thread (so a
+  /// decoder can go on from one to the next). num_samples() must be a multiple of it. Known
+  /// once prepare() has returned. Default 1: no grouping.
+  virtual int64_t sample_group() const { return 1; }
 };
 
 }  // namespace hdl

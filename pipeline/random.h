@@ -53,6 +53,8 @@ class RandomStream {
   static uint64_t key_for(uint64_t seed, std::string_view name) {
     return mix64(seed ^ mix64(hash_name(name)));
   }
+  /// The key of the per-item streams (SampleIO::item_rng) of the operator whose key is `key`.
+  static uint64_t item_key(uint64_t key) { return mix64(key ^ 0x4954454d53545245ull); }  // "ITEMSTRE"
 
   uint32_t next_u32() {
     if (used_ == 4) refill();

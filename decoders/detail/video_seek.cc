@@ -55,6 +55,10 @@ bool ClipSession::can_continue(const std::vector<int64_t>& wanted) const {
          read_past_ != kUnknownRead && wanted.front() > read_past_ && wanted.front() > last_;
 }
 
+bool ClipSession::continuable() const {
+  return ok_ && input_ && codec_ && !draining_ && !info_.sequential && read_past_ != kUnknownRead;
+}
+
 void ClipSession::rebind(const RandomAccessFile& file, VideoDecodeReport& report) {
   file_ = &file;
   if (input_) input_->rebind(file);

@@ -61,6 +61,10 @@ class ClipSession {
   /// Decoding on from there gives the frames a fresh run gives (the references in between
   /// were all decoded), and maybe_seek() still jumps ahead where a keyframe saves decoding.
   bool can_continue(const std::vector<int64_t>& wanted) const;
+  /// Whether a later run could continue this one at all (can_continue() for frames far
+  /// enough ahead): false after a packet whose frame cannot be placed, or for a video read in
+  /// sequence.
+  bool continuable() const;
   const VideoInfo& info() const { return info_; }
   /// The next run reads through `file` (the same video, opened again) and counts into `report`.
   void rebind(const RandomAccessFile& file, VideoDecodeReport& report);

@@ -32,7 +32,7 @@ struct ExecutorCore {
   /// Produces slot `slot` of `job` (skipped for a cancelled generation); true when it was the
   /// batch's last slot. Runs the device stage after the last one.
   bool process(Job& job, int64_t slot);
-  /// A worker task: takes (job, slot) items from `pending` in order until none is left or more
+  /// A worker task: takes items (a job's slots) from `pending` in order until none is left or more
   /// workers run than `target_workers`. At most target_workers of them run at a time, so the
   /// target is the live thread count of the one arena (which is sized for the most threads).
   void work();
@@ -76,7 +76,13 @@ struct ExecutorCore {
   std::mutex mu;  // guards outstanding, Job::done, pending and workers
   std::condition_variable cv;
   int64_t outstanding = 0;
-  std::deque<std::pair<std::shared_ptr<Job>, int64_t>> pending;  // (job, slot) in hand-out order
+  /// Slots [slot, end) of a job, done in order by one worker: one slot, or a run of one
+  /// group's samples (SourceOperator::sample_group()).
+  struct Item {
+    std::shared_ptr<Job> job;
+    int64_t slot = 0, end = 0;
+  };
+  std::deque<Item> pending;  // in hand-out order
   int workers = 0;                        // worker tasks started and not finished
   std::atomic<int> target_workers{1};     // threads in use (tuned with num_threads = kAuto)
   std::atomic<int> prefetch_depth{1};     // batches ahead in use (tuned with kAuto)

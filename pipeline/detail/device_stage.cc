@@ -52,6 +52,9 @@ class SampleArgs final : public SampleIO {
     if (!rng_) rng_.emplace(core_.rng_keys[node_index_], info_.epoch, info_.position, info_.attempt);
     return *rng_;
   }
+  RandomStream item_rng(uint64_t item) override {
+    return RandomStream(RandomStream::item_key(core_.rng_keys[node_index_]), info_.epoch, item, info_.attempt);
+  }
   OpState* state() override { return nullptr; }
   FileSystem& file_system() override { return *core_.file_system; }
   Device device() const override { return core_.device_stage ? core_.device_stage->device() : Device::cpu(); }

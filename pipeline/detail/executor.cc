@@ -211,6 +211,9 @@ class SampleRun final : public SampleIO {
     if (!rng_) rng_.emplace(core_.rng_keys[node_index_], info_.epoch, info_.position, info_.attempt);
     return *rng_;
   }
+  RandomStream item_rng(uint64_t item) override {
+    return RandomStream(RandomStream::item_key(core_.rng_keys[node_index_]), info_.epoch, item, info_.attempt);
+  }
   OpState* state() override {
     if (!ws_.state_made[node_index_]) {
       ws_.states[node_index_] = node_->op->make_state();
@@ -413,7 +416,7 @@ void Executor::Core::set_target_workers(int n) {
 
 void Executor::Core::work() {
   std::shared_ptr<Job> job;
-  int64_t slot = 0;
+  int64_t slot = 0, end = 0;
   // Takes the next item, or retires this worker (dropping its job reference under the lock,
   // since a Job's tensors return to the pool). Caller holds mu.
   auto take = [&] {
@@ -422,8 +425,9 @@ void Executor::Core::work() {
       --workers;
       return false;
     }
-    job = std::move(pending.front().first);
-    slot = pending.front().second;
+    job = std::move(pending.front().job);
+    slot = pending.front().slot;
+    end = pending.front().end;
     pending.pop_front();
     return true;
   };
@@ -435,13 +439,16 @@ void Executor::Core::work() {
     }
   }
   for (;;) {
-    const bool last = process(*job, slot);
-    finished.fetch_add(1, std::memory_order_relaxed);
+    bool last = false;
+    for (int64_t k = slot; k < end; ++k) {
+      last = process(*job, k) || last;
+      finished.fetch_add(1, std::memory_order_relaxed);
+    }
     // Last touch of the Core by this task when it retires: the executor may be destroyed
     // right after.
     std::lock_guard lock(mu);
     if (last) job->done = true;
-    --outstanding;
+    outstanding -= end - slot;
     const bool more = take();
     // Waiters wait for a whole batch (next) or for no work at all (~Executor): waking them for
     // every sample cost a futex wake and a context switch of the consumer per sample.
@@ -498,7 +505,7 @@ std::shared_ptr<const EpochOrder> Executor::order_for(int64_t epoch) const {
     if (p && p->epoch() == epoch) return p;
   const SourceOperator& src = core_->graph.source_op();
   auto order = std::make_shared<const EpochOrder>(src.num_samples(), core_->options.batch_size,
-                                                 src.sharding(), core_->options.seed, epoch);
+                                                 src.sharding(), core_->options.seed, epoch, src.sample_group());
   orders_.push_back(order);
   if (orders_.size() > 3) orders_.pop_front();
   return order;
@@ -539,7 +546,18 @@ void Executor::schedule(int64_t epoch, int64_t batch) {
   std::lock_guard lock(c.mu);
   c.outstanding += job->length;
   if (job->length == 0) job->done = true;
-  for (int64_t slot = 0; slot < job->length; ++slot) c.pending.emplace_back(job, slot);
+  // One item per slot; with grouped samples (SourceOperator::sample_group()), one item per run
+  // of consecutive slots of one group, done in order by one worker (one decoder).
+  const int64_t group = c.graph.source_op().sample_group();
+  for (int64_t slot = 0; slot < job->length;) {
+    int64_t end = slot + 1;
+    if (group > 1) {
+      const int64_t g = job->order->dataset_index(job->first_position + slot) / group;
+      while (end < job->length && job->order->dataset_index(job->first_position + end) / group == g) ++end;
+    }
+    c.pending.push_back({job, slot, end});
+    slot = end;
+  }
   c.start_workers_locked();
 }
 

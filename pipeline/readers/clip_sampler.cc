@@ -73,8 +73,13 @@ namespace {
 // The start of clip k among `room + 1` possible starts (counted from 0).
 int64_t choose_start(const ClipSampling& s, int64_t room, int64_t k, RandomStream& rng) {
   switch (s.sampler) {
-    case ClipSampler::kRandom:
-      return static_cast<int64_t>(rng.below(static_cast<uint64_t>(room + 1)));
+    case ClipSampler::kRandom: {
+      if (!s.grouped) return static_cast<int64_t>(rng.below(static_cast<uint64_t>(room + 1)));
+      std::vector<int64_t> starts(static_cast<size_t>(s.clips_per_video));
+      for (int64_t& start : starts) start = static_cast<int64_t>(rng.below(static_cast<uint64_t>(room + 1)));
+      std::sort(starts.begin(), starts.end());
+      return starts[static_cast<size_t>(k)];
+    }
     case ClipSampler::kUniform:
       // floor(linspace(0, room, K)[k]) in exact integer arithmetic: the clip torchvision's
       // UniformClipSampler picks among VideoClips' clips (frames_between_clips 1).

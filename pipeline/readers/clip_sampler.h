@@ -8,6 +8,9 @@
 // Samplers choose the clips' first positions:
 //   - random: clips_per_video clips per video, each start uniform over [0, length - span],
 //     drawn from the sample's random stream (a new draw every epoch, the same for a seed);
+//     grouped (group_clips): the video's clips_per_video starts are drawn together from one
+//     stream (the video's, not the sample's: SampleIO::item_rng), each uniform and independent
+//     as before, and sorted, so that clip k is the k-th earliest, the same whichever sample asks;
 //   - uniform: clips_per_video starts evenly spaced, floor(linspace(0, length - span, K)) (the
 //     first clip when K = 1, as torch.linspace gives), as torchvision's UniformClipSampler
 //     picks among VideoClips' clips;
@@ -47,6 +50,9 @@ struct ClipSampling {
   int64_t clips_per_video = 1;   ///< random and uniform
   int64_t clip_stride = 1;       ///< contiguous: positions between clip starts
   double frame_rate = 0;         ///< > 0: resample the timeline to this rate (frames per second)
+  /// random: clip k is the k-th earliest of clips_per_video starts drawn in turn from the
+  /// stream given (the video's), instead of one start drawn from the sample's stream.
+  bool grouped = false;
 
   /// (frames_per_clip - 1) * step + 1, or 0 for the whole timeline.
   int64_t span() const { return frames_per_clip > 0 ? (frames_per_clip - 1) * step + 1 : 0; }

@@ -51,16 +51,22 @@ std::vector<int64_t> global_order(int64_t n, const SourceOperator::Sharding& s, 
 
 }  // namespace
 
-EpochOrder::EpochOrder(int64_t n, int64_t batch_size, const SourceOperator::Sharding& s,
-                     uint64_t seed, int64_t epoch)
+EpochOrder::EpochOrder(int64_t samples, int64_t batch_size, const SourceOperator::Sharding& s,
+                     uint64_t seed, int64_t epoch, int64_t group)
     : batch_size_(batch_size), epoch_(epoch), last_batch_(parse_last_batch(s.last_batch)) {
   if (batch_size <= 0) throw ConfigError("batch_size must be >= 1");
   if (s.num_shards < 1 || s.shard_id < 0 || s.shard_id >= s.num_shards)
     throw ConfigError("shard_id must be in [0, num_shards)");
+  if (group < 1 || samples % group != 0)
+    throw ConfigError("epoch order: " + std::to_string(samples) + " samples do not split into groups of " +
+                      std::to_string(group));
+  const int64_t n = samples / group;  // the units shuffled and sharded
   std::vector<int64_t> all = global_order(n, s, seed, epoch);
   int64_t total = n;
   if (s.pad_shards && n > 0) total = (n + s.num_shards - 1) / s.num_shards * s.num_shards;
-  for (int64_t i = s.shard_id; i < total; i += s.num_shards) order_.push_back(all[i % n]);
+  order_.reserve(static_cast<size_t>((total / s.num_shards + 1) * group));
+  for (int64_t i = s.shard_id; i < total; i += s.num_shards)
+    for (int64_t j = 0; j < group; ++j) order_.push_back(all[i % n] * group + j);
   count_batches();
 }
 

@@ -12,6 +12,12 @@
 //      pad (filled by repeating the shard's last sample), fill (filled by wrapping around to
 //      the shard's first samples).
 //
+// With samples in groups (SourceOperator::sample_group() = G > 1: dataset indices gG .. gG+G-1
+// form group g, e.g. one video's clips), steps 1-3 move whole groups: the groups are shuffled
+// (the same permutation as G = 1 gives for that many samples), padded and dealt to the shards
+// group by group, and each group's samples follow each other in index order. Step 4 is per
+// sample (a group may straddle two batches).
+//
 // Thread safety: immutable after construction.
 #pragma once
 
@@ -31,8 +37,10 @@ LastBatch parse_last_batch(const std::string& name);
 
 class EpochOrder {
  public:
+  /// `group`: SourceOperator::sample_group() (dataset_size must be a multiple of it;
+  /// ConfigError otherwise).
   EpochOrder(int64_t dataset_size, int64_t batch_size, const SourceOperator::Sharding& sharding,
-            uint64_t seed, int64_t epoch);
+            uint64_t seed, int64_t epoch, int64_t group = 1);
   /// An epoch that walks `order` (dataset indices chosen by the caller, e.g. a torch sampler;
   /// already sharded), with the sharding's last-batch policy. Throws ConfigError for an index
   /// outside [0, dataset_size).

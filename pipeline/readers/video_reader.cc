@@ -77,6 +77,13 @@ VideoReader::VideoReader(const NodeSpec& n)
       sampling_(ops::parse_sampling(n, parse_clip_sampler(n.get_string("sampler")))), output_(n) {
   sampling_.clips_per_video = n.get_int("clips_per_video");
   sampling_.clip_stride = n.get_int("clip_stride");
+  if (n.get_bool("group_clips")) {
+    if (sampling_.sampler == ClipSampler::kContiguous)
+      throw ConfigError(n.describe() + ": group_clips takes the random or uniform sampler (contiguous clips of a "
+                        "video are already adjacent without shuffle)");
+    sampling_.grouped = sampling_.sampler == ClipSampler::kRandom;
+    group_ = sampling_.clips_per_video;
+  }
   if (sampling_.frames_per_clip == 0 && sampling_.sampler != ClipSampler::kContiguous && sampling_.clips_per_video != 1)
     throw ConfigError("frames_per_clip 0 (the whole video) takes clips_per_video 1");
   index_files();
@@ -141,9 +148,10 @@ Status VideoReader::run(SampleIO& io) const {
   HDL_ASSIGN_OR_RETURN(const Clip clip, pick(io));
   auto& st = *static_cast<VideoState*>(io.state());
   // The thread's decoder keeps this video open: its next clip of it, if it lies ahead (the
-  // next clip of an ordered eval, a contiguous or uniform sampler), goes on decoding instead
-  // of starting again from the keyframe.
-  st.decoder.hold_session(clip.info);
+  // next clip of an ordered eval, a contiguous or uniform sampler, the next clip of a group),
+  // goes on decoding instead of starting again from the keyframe; with group_clips it also
+  // keeps the frames of the group's later clips that it passes.
+  st.decoder.hold_session(clip.info, clip.upcoming);
   HDL_RETURN_IF_ERROR(output_.run(io, st, *clip.file, *clip.info, clip.frames, 0, counters_));
   return write_clip_outputs(io, clip);
 }
@@ -161,7 +169,22 @@ Result<VideoReader::Clip> VideoReader::pick(SampleIO& io) const {
   HDL_ASSIGN_OR_RETURN(c.file, io.file_system().open(dataset_->path(c.video)));
   const int64_t f = file_of_[c.video];
   HDL_ASSIGN_OR_RETURN(c.info, infos_->get(f, [&] { return read_metadata(f, *c.file, st.decoder); }));
-  HDL_ASSIGN_OR_RETURN(c.frames, frames_of(c.video, *c.info, k, io.rng()));
+  if (group_ > 1) {
+    // Every clip of the video draws the video's starts from the video's stream (random), and
+    // the decoder is told the frames of the clips after this one.
+    auto clip_of = [&](int64_t j) {
+      RandomStream video_rng = io.item_rng(static_cast<uint64_t>(c.video));
+      return frames_of(c.video, *c.info, j, video_rng);
+    };
+    HDL_ASSIGN_OR_RETURN(c.frames, clip_of(k));
+    for (int64_t j = k + 1; j < group_; ++j) {
+      Result<std::vector<int64_t>> later = clip_of(j);
+      if (!later.is_ok()) break;
+      c.upcoming.insert(c.upcoming.end(), later->begin(), later->end());
+    }
+  } else {
+    HDL_ASSIGN_OR_RETURN(c.frames, frames_of(c.video, *c.info, k, io.rng()));
+  }
   return c;
 }
 
@@ -308,6 +331,7 @@ OpSchema video_reader_schema() {
       {"sampler", ArgType::kString, ArgValue("random"), "random, uniform or contiguous", one_of({"random", "uniform", "contiguous"})},
       {"clips_per_video", ArgType::kInt, ArgValue(1), "random and uniform: clips drawn from each video per epoch", at_least(1)},
       {"clip_stride", ArgType::kInt, ArgValue(1), "contiguous: timeline positions between clip starts (VideoClips' frames_between_clips)", at_least(1)},
+      {"group_clips", ArgType::kBool, ArgValue(false), "random and uniform: keep each video's clips_per_video clips together in the epoch, in time order (the epoch shuffles, shards and pads videos, not clips), decoded by one thread in one pass where a clip lies after the previous one (torchcodec's clips_at_random_indices). Random starts are then drawn per (seed, epoch, video), sorted: the same distribution as without grouping, a different draw. The contiguous sampler refuses it"},
       {"metadata_cache", ArgType::kString, ArgValue(""), "a file keeping every video's metadata across runs (binary, versioned; keyed by the path relative to file_root, an entry valid while the file's size, modification time and a hash of its first and last 64 KiB are unchanged): read when the pipeline is built, every video missing from it or changed probed in parallel (with any sampler), and saved atomically (a temporary file renamed over it; processes sharing it: the last one wins) when something was added. A missing file is created, a corrupt one or one of another version rebuilt with one warning; a file that is not a metadata cache is refused. \"\": none (metadata is read once per run, at start)"},
   });
   for (ArgSchema& a : ops::sharding_args("clips")) s.args.push_back(std::move(a));

@@ -5,7 +5,11 @@
 // and last batch from the pipeline's EpochOrder, as for every source. A video shorter than one
 // clip gives no clip (as torchvision's VideoClips): it is left out of the epoch's clip list at
 // prepare() (counted in videos_too_short, named in one warning), so that the epoch's length,
-// order, shards and resume are exact. Each clip is decoded by the operators' shared ClipOutput
+// order, shards and resume are exact. With group_clips (random and uniform samplers) each video's
+// clips_per_video clips are one group of the epoch (SourceOperator::sample_group()): videos
+// are shuffled, sharded and padded, each video's clips follow each other in time order and
+// run on one thread, whose decoder goes on from one clip to the next when the next lies ahead
+// (VideoDecoder::hold_session) — torchcodec's clips_at_random_indices semantics. Each clip is decoded by the operators' shared ClipOutput
 // (pipeline/operators/clip_output.h) on the pipeline's threads.
 //
 // The mixed reader (mixed_video_reader.cc) derives from VideoReader: the same clips, decoded
@@ -56,6 +60,8 @@ class VideoReader : public SourceOperator {
   std::vector<std::pair<std::string, int64_t>> counters() const override;
   const Dataset& dataset() const override { return *dataset_; }
   const Sharding& sharding() const override { return sharding_; }
+  /// group_clips: clips_per_video (a video's clips stay together, in time order), else 1.
+  int64_t sample_group() const override { return group_; }
 
  protected:
   // A sample's clip: its video, open file, metadata and frames (the start drawn from the
@@ -65,6 +71,9 @@ class VideoReader : public SourceOperator {
     std::unique_ptr<RandomAccessFile> file;
     std::shared_ptr<const VideoInfo> info;
     std::vector<int64_t> frames;
+    // group_clips: the frames of the video's later clips in the epoch (the decoder keeps those
+    // it passes), ascending.
+    std::vector<int64_t> upcoming;
   };
 
   Result<Clip> pick(SampleIO& io) const;
@@ -105,6 +114,7 @@ class VideoReader : public SourceOperator {
   std::vector<int64_t> file_of_;       // entry -> file (entries naming one path share it)
   std::vector<int64_t> file_entry_;    // file -> its first entry
   std::vector<int64_t> clip_offsets_;  // first sample of each entry, and the total (prepare())
+  int64_t group_ = 1;                  // sample_group()
   int64_t videos_too_short_ = 0;       // entries left out: videos shorter than one clip
   std::unique_ptr<VideoInfoCache> infos_;  // by file
   std::string describe_;               // `video_reader "name"`, for warnings

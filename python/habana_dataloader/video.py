@@ -72,7 +72,7 @@ def _data_error(message: str, code: str = "invalid data") -> Exception:
 
 _LIST_DEFAULTS: Dict[str, Any] = dict(frames_per_clip=16, step=1, sampler="random", clips_per_video=1, clip_stride=1,
                                       frame_rate=None, transform=None, seed=None, metadata_cache=None,
-                                      probe_threads=None, cache_videos=1024)
+                                      probe_threads=None, cache_videos=1024, group_clips=False)
 _ClipSource = Union[Tuple[Union[str, os.PathLike], int], Tuple[Union[str, os.PathLike], int, float, Optional[float]]]
 
 
@@ -112,6 +112,15 @@ class VideoList(Dataset):
       (seed, epoch, i) (call ``set_epoch`` every epoch for new draws);
     - ``sampler="uniform"``: ``clips_per_video`` starts floor(linspace(0, L - S, K)), as
       torchvision's UniformClipSampler (the first clip for K = 1);
+    - ``group_clips=True`` (random, uniform): an entry's clips are one group, in time order:
+      random draws the entry's K starts together and sorts them, clip k being the k-th
+      earliest (with ``seed=``, from a generator seeded by (seed, epoch, entry), so every clip
+      of the entry sees the same draw; without, each ``__getitem__`` draws the K anew from
+      torch's global RNG). HabanaDataLoader's native reader (video_reader ``group_clips``)
+      then also keeps each entry's clips adjacent in its shuffled epoch and decodes them in
+      one pass (torchcodec's ``clips_at_random_indices``) when the loader's order keeps them
+      adjacent: pass ``sampler=GroupedClipSampler(dataset)`` (entries shuffled, each entry's
+      clips in order; torch's own ``shuffle=True`` shuffles clips, not entries);
     - ``sampler="contiguous"``: every clip, starts 0, clip_stride, 2 * clip_stride, ... (VideoClips'
       clips with frames_between_clips = clip_stride); a video that cannot be read, or a bad
       segment, counts one clip, whose ``__getitem__`` raises with the reason, as
@@ -135,7 +144,7 @@ class VideoList(Dataset):
                  frame_rate: Optional[float] = None, transform: Optional[Callable] = None, seed: Optional[int] = None,
                  *, root: Optional[Union[str, os.PathLike]] = None,
                  metadata_cache: Optional[Union[str, os.PathLike]] = None, probe_threads: Optional[int] = None,
-                 cache_videos: int = 1024):
+                 cache_videos: int = 1024, group_clips: bool = False):
         name = type(self).__name__
         self.root = os.fspath(root) if root is not None else ""
         keys: List[str] = []
@@ -160,7 +169,7 @@ class VideoList(Dataset):
         self._setup(keys, labels, segments if 4 in kinds else None, None, None, frames_per_clip=frames_per_clip,
                     step=step, sampler=sampler, clips_per_video=clips_per_video, clip_stride=clip_stride,
                     frame_rate=frame_rate, transform=transform, seed=seed, metadata_cache=metadata_cache,
-                    probe_threads=probe_threads, cache_videos=cache_videos)
+                    probe_threads=probe_threads, cache_videos=cache_videos, group_clips=group_clips)
 
     @classmethod
     def from_file_list(cls, file_list: Union[str, os.PathLike], root: Optional[Union[str, os.PathLike]] = None,
@@ -221,7 +230,7 @@ class VideoList(Dataset):
                paths: Optional[List[str]], sources: Optional[List[str]], *, frames_per_clip: int, step: int,
                sampler: str, clips_per_video: int, clip_stride: int, frame_rate: Optional[float],
                transform: Optional[Callable], seed: Optional[int], metadata_cache: Optional[Union[str, os.PathLike]],
-               probe_threads: Optional[int], cache_videos: int) -> None:
+               probe_threads: Optional[int], cache_videos: int, group_clips: bool = False) -> None:
         """Shared construction: `keys` are the paths relative to self.root (what video_reader
         is given), `paths` the full paths (default: root joined with each key), `sources`
         where each entry was listed (default: samples[i])."""
@@ -239,6 +248,12 @@ class VideoList(Dataset):
             raise ValueError(f"{name}() argument 'frame_rate' must be None or > 0, got {frame_rate!r}")
         if frames_per_clip == 0 and sampler != "contiguous" and clips_per_video != 1:
             raise ValueError(f"{name}(): frames_per_clip 0 (the whole video) takes clips_per_video 1")
+        if not isinstance(group_clips, bool):
+            raise TypeError(f"{name}() argument 'group_clips' must be bool, got {type(group_clips).__name__}")
+        if group_clips and sampler == "contiguous":
+            raise ValueError(f"{name}(): group_clips takes the random or uniform sampler (contiguous clips of a "
+                             "video are already adjacent)")
+        self.group_clips = group_clips
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"{name}() argument 'seed' must be None or an int >= 0, got {seed!r}")
         self.frames_per_clip, self.step, self.sampler = frames_per_clip, step, sampler
@@ -426,7 +441,10 @@ class VideoList(Dataset):
         if self.frames_per_clip == 0:
             return timeline.tolist()
         room = length - self.span
-        if self.sampler == "random":
+        if self.sampler == "random" and self.group_clips:
+            starts = torch.randint(room + 1, (self.clips_per_video,), generator=generator)
+            start = int(torch.sort(starts).values[k].item())
+        elif self.sampler == "random":
             start = int(torch.randint(room + 1, (1,), generator=generator).item())
         elif self.sampler == "uniform":
             start = room * k // (self.clips_per_video - 1) if self.clips_per_video > 1 else 0
@@ -444,10 +462,17 @@ class VideoList(Dataset):
         s = np.random.SeedSequence([self.seed, self.epoch, index]).generate_state(2, dtype=np.uint64)
         return torch.Generator().manual_seed(int(s[0]) & _SEED_MASK)
 
+    def _video_generator(self, video: int) -> Optional[torch.Generator]:
+        """group_clips: the generator every clip of entry ``video`` draws its starts from."""
+        if self.seed is None:
+            return None
+        s = np.random.SeedSequence([self.seed, self.epoch, video, 0x67726F7570]).generate_state(2, dtype=np.uint64)
+        return torch.Generator().manual_seed(int(s[0]) & _SEED_MASK)
+
     def __getitem__(self, index: int) -> Tuple[Any, int]:
         g = self._generator(index)
-        frames = self.clip_frames(index, g)
         v, _ = self.clip_location(index)
+        frames = self.clip_frames(index, self._video_generator(v) if self.group_clips else g)
         path, label = self.samples[v]
         clip = torch.from_numpy(_C.decode_clip(path, frames, info=self.video_info(v)))
         if self.transform is not None:
@@ -477,6 +502,29 @@ class VideoList(Dataset):
                 f"sampler={self.sampler!r}, frame_rate={self.frame_rate}, transform={self.transform!r})")
 
 
+class GroupedClipSampler(torch.utils.data.Sampler):
+    """The order for a ``group_clips`` VideoList / VideoFolder: every epoch its entries with
+    clips, shuffled (``torch.randperm`` over entries, from ``generator`` or torch's global RNG;
+    ``shuffle=False``: in order), each entry's ``clips_per_video`` clips one after another in
+    time order. Works with torch's DataLoader and HabanaDataLoader (whose native reader then
+    decodes each entry's clips in one pass)."""
+
+    def __init__(self, dataset: "VideoList", shuffle: bool = True, generator: Optional[torch.Generator] = None):
+        if not getattr(dataset, "group_clips", False):
+            raise ValueError("GroupedClipSampler() needs a VideoList / VideoFolder made with group_clips=True")
+        self.dataset, self.shuffle, self.generator = dataset, shuffle, generator
+
+    def __iter__(self):
+        k = self.dataset.clips_per_video
+        groups = len(self.dataset) // k
+        order = torch.randperm(groups, generator=self.generator).tolist() if self.shuffle else range(groups)
+        for g in order:
+            yield from range(g * k, (g + 1) * k)
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+
 def _segment(start: Any, end: Any, where: str) -> Tuple[float, Optional[float]]:
     try:
         s = float(start)
@@ -504,7 +552,7 @@ class VideoFolder(VideoList):
                  frame_rate: Optional[float] = None, extensions: Optional[Sequence[str]] = None,
                  transform: Optional[Callable] = None, seed: Optional[int] = None, *,
                  metadata_cache: Optional[Union[str, os.PathLike]] = None, probe_threads: Optional[int] = None,
-                 cache_videos: int = 1024):
+                 cache_videos: int = 1024, group_clips: bool = False):
         self.root = os.fspath(root)
         self.extensions = tuple(e.lower() for e in (extensions if extensions is not None else VIDEO_EXTENSIONS))
         self.classes, self.class_to_idx = find_classes(self.root)
@@ -513,7 +561,7 @@ class VideoFolder(VideoList):
                     [p for p, _ in found], None, frames_per_clip=frames_per_clip, step=step, sampler=sampler,
                     clips_per_video=clips_per_video, clip_stride=clip_stride, frame_rate=frame_rate,
                     transform=transform, seed=seed, metadata_cache=metadata_cache, probe_threads=probe_threads,
-                    cache_videos=cache_videos)
+                    cache_videos=cache_videos, group_clips=group_clips)
 
 
 # ---- clip transforms -----------------------------------------------------------------------
@@ -735,6 +783,8 @@ def _native_video(folder: VideoList) -> _NativeVideo:
                             "sampler": folder.sampler, "clips_per_video": folder.clips_per_video,
                             "clip_stride": folder.clip_stride, "frame_rate": folder.frame_rate or 0.0,
                             "output_type": "rgb"}
+    if getattr(folder, "group_clips", False):
+        args["group_clips"] = True
     if folder.metadata_cache is not None:  # written at the folder's construction: the reader probes nothing
         args["metadata_cache"] = folder.metadata_cache
     t = folder.transform

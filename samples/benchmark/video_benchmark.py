@@ -11,7 +11,10 @@ On the same files and cores (--threads N, default: all), in rounds of back-to-ba
   random clips (frames_per_clip, step and clips_per_video read from video_clips.json; 16 frames
   2 apart, 2 clips per video), decoded to RGB uint8, no augmentation:
     - this library: hdl-bench samples/benchmark/video_clips.json LIST --batch-size 8 --warmup 0
-      (build, metadata probing and every batch measured);
+      (build, metadata probing and every batch measured); with --group-clips the spec's reader
+      gets group_clips=true: each video's clips drawn together, adjacent in the epoch, in time
+      order, decoded by one thread going on from one clip to the next (torchcodec's semantics;
+      the PyAV baselines stay per clip);
     - torchvision VideoClips + PyAV backend: clip_length_in_frames = (frames - 1) * step + 1 = 31,
       frames_between_clips = 1, then clip[::step], which is exactly frames i, i+2, ..., i+30;
       its indexing pass (VideoClips(num_workers=N), which decodes or demuxes every video) is
@@ -34,7 +37,7 @@ Files that VideoClips cannot index (no average frame rate: its indexer raises Ty
 that are shorter than a clip are left out of all three clip measurements, and listed.
 
     /usr/bin/python3 samples/benchmark/video_benchmark.py [--build build] [--data DIR]
-        [--threads N] [--repeats 3] [--torch2-python PY] [--json FILE] [--markdown]
+        [--threads N] [--repeats 3] [--torch2-python PY] [--group-clips] [--json FILE] [--markdown]
 
 Needs /usr/bin/python3 with torch, torchvision and PyAV (python3-av), ffmpeg on PATH, and
 build/bin/hdl-bench (.ci/build.sh); torchcodec optionally (above).
@@ -241,6 +244,14 @@ class Runner:
         self.torchcodec_job = os.path.join(tmp, "torchcodec_job.json")
         self.torch2 = a.torch2_python or os.path.join(build, "venv-torch2/bin/python")
         self.list = os.path.join(tmp, "clips.txt")  # the videos every clip measurement reads
+        self.spec = SPEC
+        if a.group_clips:  # the same spec, its reader grouping each video's clips
+            with open(SPEC) as f:
+                spec = json.load(f)
+            next(n for n in spec["nodes"] if n["op"] == "video_reader")["args"]["group_clips"] = True
+            self.spec = os.path.join(tmp, "video_clips_grouped.json")
+            with open(self.spec, "w") as f:
+                json.dump(spec, f, indent=1)
         self.commands = {}
 
     def timed(self, key: str, cmds: list, parallel: int = 1) -> tuple:
@@ -270,13 +281,14 @@ class Runner:
         return rates(frames, len(self.files), wall, cpu)
 
     def ours_clips(self, seed: int) -> dict:
-        cmd = [self.bench, SPEC, self.list, "--file-root", self.a.data, "--threads", str(self.a.threads),
+        cmd = [self.bench, self.spec, self.list, "--file-root", self.a.data, "--threads", str(self.a.threads),
                "--batch-size", "8", "--warmup", "0", "--seed", str(seed), "--json", "--no-progress"]
         _, cpu, (out,) = self.timed("ours_clips", [cmd])
         j = json.loads(out)
         counters = j["operators"][0]["counters"]
         r = rates(j["measured_frames"], j["measured_images"], j["measured_seconds"], cpu)
-        r.update(decoded_frames=counters.get("video_frames_decoded"), failures=j["failures"],
+        r.update(decoded_frames=counters.get("video_frames_decoded"), continued=counters.get("video_clips_continued"),
+                 failures=j["failures"],
                  time_to_first_batch_s=j["time_to_first_batch_s"])
         return r
 
@@ -314,7 +326,10 @@ def run(a: argparse.Namespace, tmp: str) -> dict:
     osr = dict(l.split("=", 1) for l in open("/etc/os-release").read().splitlines() if "=" in l)
     res = {"machine": {"cores": os.cpu_count(), "os": osr.get("PRETTY_NAME", "").strip('"'),
                        "kernel": platform.release(), "ffmpeg": ffv, "load_before": os.getloadavg()[0]},
-           "data": a.data, "threads": a.threads, "repeats": a.repeats, "files": len(r.files), "spec": clip_spec()}
+           "data": a.data, "threads": a.threads, "repeats": a.repeats, "files": len(r.files), "spec": clip_spec(),
+           "group_clips": a.group_clips}
+    if a.group_clips:
+        LABELS["ours_clips"] += " (group_clips)"
     for p in r.files:  # page cache: every run reads from memory
         with open(p, "rb") as f:
             while f.read(1 << 20):
@@ -401,7 +416,9 @@ def notes(res: dict) -> str:
             f"({res['spec']['per_video']} clips of {res['spec']['frames']} frames, step {res['spec']['step']}, per video "
             f"per round); excluded from the clips: {ex}. VideoClips indexing pass (once): {ix['seconds']:.2f} s, "
             f"{ix['cpu_s']:.2f} CPU s. Decoded frames per clip: hdl-bench "
-            f"{m['ours_clips']['decoded_frames'] / m['ours_clips']['clips']:.1f}, PyAV seek "
+            f"{m['ours_clips']['decoded_frames'] / m['ours_clips']['clips']:.1f} "
+            f"({m['ours_clips']['continued']} clips continued a held session"
+            f"{', group_clips' if res['group_clips'] else ''}), PyAV seek "
             f"{m['pyav_seek']['decoded_frames'] / m['pyav_seek']['clips']:.1f} ({m['pyav_seek']['seek_fallbacks']} seeks "
             f"overshot: decoded from the start). VideoClips clips short of frames (AssertionError, still counted): "
             f"{m['videoclips']['short_clips']} {m['videoclips']['short_in']}; failures: hdl-bench decode "
@@ -419,6 +436,9 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="threads / files in parallel / pool size (default: all cores)")
     p.add_argument("--repeats", "--repeat", type=int, default=3, help="rounds of interleaved runs, medians kept (default 3)")
     p.add_argument("--torch2-python", help="the torch 2.x venv's python, for torchcodec (default: BUILD/venv-torch2/bin/python)")
+    p.add_argument("--group-clips", action="store_true", help="our reader keeps each video's clips together, in "
+                   "time order, decoded in one pass where they do not overlap (video_reader group_clips; "
+                   "torchcodec's clips_at_random_indices semantics)")
     p.add_argument("--json", help="write every number here")
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown (docs/PERFORMANCE.md)")
     p.add_argument("--worker", choices=["index", "clips", "torchcodec"], help=argparse.SUPPRESS)

@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from conftest import corpus_dir
 from habana_dataloader import DataError, HabanaDataLoader, MediaPipe, Pipeline, VideoFolder, VideoList, _C, fn
-from habana_dataloader.video import KINETICS_STD, ClipEvalTransform, ClipTrainTransform
+from habana_dataloader.video import KINETICS_STD, ClipEvalTransform, ClipTrainTransform, GroupedClipSampler
 
 # Small, quick-to-decode clips of several codecs and containers, in three classes.
 FOLDER = {
@@ -588,3 +588,25 @@ def test_mediapipe_names_map_onto_video_reader(folder):
         fn.VideoDecoder(resize=[40, 32], crop_after_resize=[0, 0, 20, 20])
     with pytest.raises(TypeError, match="ReadVideoDatasetFromDir"):
         fn.VideoDecoder(frames_per_clip=4)(fn.file_reader(file_root=str(folder))[0], None)
+
+
+def test_group_clips_keeps_a_videos_clips_together_in_time_order(folder):
+    ds = VideoFolder(folder, frames_per_clip=4, step=2, clips_per_video=3, group_clips=True, seed=3)
+    # The Python path: a video's three clips are one draw (the video's generator), sorted.
+    for v in range(len(ds.samples)):
+        starts = [ds.clip_frames(3 * v + k, ds._video_generator(v))[0] for k in range(3)]
+        assert starts == sorted(starts)
+        assert starts == [ds.clip_frames(3 * v + k, ds._video_generator(v))[0] for k in range(3)]
+    # The native reader: each video's clips adjacent (same label and size), the same for 1 and 2 threads.
+    runs = [list(native(ds, batch_size=1, sampler=GroupedClipSampler(ds, generator=torch.Generator().manual_seed(5)),
+                        seed=5, threads=t)) for t in (1, 2)]
+    assert len(runs[0]) == len(ds)
+    for a, b in zip(*runs):
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    for g in range(0, len(ds), 3):
+        group = runs[0][g:g + 3]
+        assert all(c[1].item() == group[0][1].item() and c[0].shape == group[0][0].shape for c in group)
+    order = list(GroupedClipSampler(ds))
+    assert sorted(order) == list(range(len(ds))) and all(order[g] % 3 == 0 for g in range(0, len(ds), 3))
+    with pytest.raises(ValueError, match="group_clips"):
+        VideoFolder(folder, sampler="contiguous", group_clips=True)

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "pipeline/errors.h"
+
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -121,6 +123,40 @@ TEST(EpochOrder, EmptyShard) {
   EpochOrder p(2, 4, s, 0, 0);
   EXPECT_EQ(p.shard_size(), 0);
   EXPECT_EQ(p.num_batches(), 0);
+}
+
+TEST(EpochOrder, GroupsMoveWholeAndInOrderThroughShuffleShardsAndPadding) {
+  // 7 groups of 3 samples (a video reader's group_clips): the groups are what is shuffled,
+  // padded and dealt to the shards; each group's samples follow each other in index order.
+  Sharding s;
+  s.shuffle = true;
+  s.num_shards = 2;
+  s.pad_shards = true;
+  std::vector<int64_t> all;
+  for (int64_t shard = 0; shard < 2; ++shard) {
+    s.shard_id = shard;
+    const auto order = slots(EpochOrder(21, 3, s, 5, 1, 3));
+    ASSERT_EQ(order.size(), 12u) << "4 groups per shard (7 padded to 8)";
+    for (size_t i = 0; i < order.size(); i += 3) {
+      EXPECT_EQ(order[i] % 3, 0);
+      EXPECT_EQ(order[i + 1], order[i] + 1);
+      EXPECT_EQ(order[i + 2], order[i] + 2);
+    }
+    all.insert(all.end(), order.begin(), order.end());
+  }
+  all.resize(21);  // the 22nd-24th slots are the pad (a repeated group)
+  std::vector<int64_t> groups;
+  for (size_t i = 0; i < all.size(); i += 3) groups.push_back(all[i] / 3);
+  // The group permutation is the sample permutation an ungrouped epoch of 7 samples gets.
+  Sharding one = s;
+  one.num_shards = 1, one.shard_id = 0, one.pad_shards = false;
+  const auto ungrouped = slots(EpochOrder(7, 1, one, 5, 1));
+  std::vector<int64_t> dealt;  // shard 0 takes even positions, shard 1 odd
+  for (size_t i = 0; i < 8; i += 2) dealt.push_back(ungrouped[i % 7]);
+  for (size_t i = 1; i < 8; i += 2) dealt.push_back(ungrouped[i % 7]);
+  dealt.resize(7);
+  EXPECT_EQ(groups, dealt);
+  EXPECT_THROW(EpochOrder(20, 3, Sharding{}, 5, 1, 3), ConfigError);
 }
 
 }  // namespace
