@@ -139,6 +139,7 @@ RemoteOptions RemoteOptions::from_environment() {
 
 std::vector<std::pair<std::string, int64_t>> RemoteFileSystem::counters() const {
   const RemoteStats s = stats();
+  if (s.requests == 0) return {};  // nothing sent (a local dataset read through the URL dispatcher)
   return {{"remote_requests", s.requests},     {"remote_retries", s.retries},
           {"remote_failures", s.failures},     {"remote_bytes", s.bytes},
           {"remote_connections", s.connections},   {"remote_stalls", s.stalls},
