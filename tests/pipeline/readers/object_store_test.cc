@@ -93,6 +93,18 @@ PipelineSpec reader_spec(const std::string& urls, const std::string& index = "no
   return spec;
 }
 
+// Every (label, bytes) the next epoch of `pipe` delivers, in delivery order.
+std::vector<std::pair<int64_t, std::string>> read_epoch(Pipeline& pipe) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (const auto& b : pipe.epoch_batches())
+    for (int64_t i = 0; i < b.outputs[0].size(); ++i) {
+      const Tensor t = b.outputs[0].sample(i);
+      out.emplace_back(*b.outputs[1].sample(i).typed<int64_t>(),
+                       std::string(static_cast<const char*>(t.data()), size_t(t.num_elements())));
+    }
+  return out;
+}
+
 // Every (label, bytes) an epoch delivers, in delivery order; the reader's counters in pipe.stats()
 // into *counters when given.
 std::vector<std::pair<int64_t, std::string>> read_all(const std::string& urls, std::shared_ptr<FileSystem> fs,
@@ -101,13 +113,7 @@ std::vector<std::pair<int64_t, std::string>> read_all(const std::string& urls, s
   PipelineOptions o;
   o.batch_size = 5, o.num_threads = 2, o.file_system = std::move(fs);
   Pipeline pipe(spec ? *spec : reader_spec(urls), o);
-  std::vector<std::pair<int64_t, std::string>> out;
-  for (const auto& b : pipe.epoch_batches())
-    for (int64_t i = 0; i < b.outputs[0].size(); ++i) {
-      const Tensor t = b.outputs[0].sample(i);
-      out.emplace_back(*b.outputs[1].sample(i).typed<int64_t>(),
-                       std::string(static_cast<const char*>(t.data()), size_t(t.num_elements())));
-    }
+  std::vector<std::pair<int64_t, std::string>> out = read_epoch(pipe);
   if (counters) {
     const PipelineStats stats = pipe.stats();
     for (const auto& [name, value] : stats.operators[0].counters) (*counters)[name] = value;
@@ -415,21 +421,11 @@ TEST_F(ObjectStoreTest, EpochsThroughTheCacheSendNoRangeGetsOnceCached) {
   PipelineOptions o;
   o.batch_size = 5, o.num_threads = 2;
   o.cache.dir = dir_->path("cache").string(), o.cache.limit_bytes = int64_t(64) << 20;
-  auto epoch = [](Pipeline& pipe) {
-    std::vector<std::pair<int64_t, std::string>> out;
-    for (const auto& b : pipe.epoch_batches())
-      for (int64_t i = 0; i < b.outputs[0].size(); ++i) {
-        const Tensor t = b.outputs[0].sample(i);
-        out.emplace_back(*b.outputs[1].sample(i).typed<int64_t>(),
-                         std::string(static_cast<const char*>(t.data()), size_t(t.num_elements())));
-      }
-    return out;
-  };
   {
     Pipeline pipe(reader_spec(url("nginx") + kSpec), o);
-    EXPECT_EQ(epoch(pipe), local);
+    EXPECT_EQ(read_epoch(pipe), local);
     const RemoteStats before = remote();
-    EXPECT_EQ(epoch(pipe), local);
+    EXPECT_EQ(read_epoch(pipe), local);
     EXPECT_EQ(remote().requests, before.requests) << "the second epoch asked the server";
     std::map<std::string, int64_t> c;
     const PipelineStats stats = pipe.stats();
@@ -441,7 +437,7 @@ TEST_F(ObjectStoreTest, EpochsThroughTheCacheSendNoRangeGetsOnceCached) {
   }
   const RemoteStats before = remote();
   Pipeline again(reader_spec(url("nginx") + kSpec), o);
-  EXPECT_EQ(epoch(again), local);
+  EXPECT_EQ(read_epoch(again), local);
   const RemoteStats after = remote();
   EXPECT_EQ(after.bytes, before.bytes) << "a range GET was sent for a cached shard";
   // HEADs: one per shard in prepare(), one per shard and thread that opened it first in run().
