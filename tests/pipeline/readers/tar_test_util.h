@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/spec.h"
+
 namespace hdl::testing {
 
 struct GoldenMember {
@@ -87,5 +89,16 @@ class TarDir {
  private:
   std::filesystem::path dir_;
 };
+
+/// A webdataset_reader over `urls` under `root` (plus `extra` arguments), its three outputs
+/// (encoded, label, index) the pipeline's.
+inline PipelineSpec webdataset_spec(const std::string& root, const std::string& urls, PipelineSpec::Args extra = {}) {
+  PipelineSpec spec;
+  PipelineSpec::Args args = {{"file_root", root}, {"urls", std::vector<std::string>{urls}}};
+  for (auto& kv : extra) args.push_back(std::move(kv));
+  auto r = spec.add("webdataset_reader", {}, args, {}, "reader");
+  spec.set_outputs({r[0], r[1], r[2]});
+  return spec;
+}
 
 }  // namespace hdl::testing

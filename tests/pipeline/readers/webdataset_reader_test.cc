@@ -18,6 +18,7 @@ namespace hdl {
 namespace {
 
 using testing::TarDir;
+using testing::webdataset_spec;
 
 // Shard k holds samples "s<k>_<i>" (i < counts[k]) with a .jpg (its bytes name the sample) and
 // a .cls (label = 100 * k + i).
@@ -34,15 +35,6 @@ void make_shards(const TarDir& dir, const std::vector<int>& counts) {
     std::snprintf(name, sizeof name, "shard-%03zu.tar", k);
     ASSERT_TRUE(dir.sh("tar --format=gnu -cf " + std::string(name) + " -C src" + std::to_string(k) + members));
   }
-}
-
-PipelineSpec reader_spec(const std::string& root, const std::string& urls, PipelineSpec::Args extra = {}) {
-  PipelineSpec spec;
-  PipelineSpec::Args args = {{"file_root", root}, {"urls", std::vector<std::string>{urls}}};
-  for (auto& kv : extra) args.push_back(std::move(kv));
-  auto r = spec.add("webdataset_reader", {}, args, {}, "reader");
-  spec.set_outputs({r[0], r[1], r[2]});
-  return spec;
 }
 
 struct Seen {
@@ -64,7 +56,7 @@ Seen read_epoch(Pipeline& pipe) {
 TEST(WebDatasetReaderTest, EverySampleOnceWithItsBytesAndLabel) {
   TarDir dir("wds_reader_once");
   make_shards(dir, {5, 1, 9});
-  Pipeline pipe(reader_spec(dir.dir().string(), "shard-{000..002}.tar"), {.batch_size = 4, .num_threads = 2});
+  Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..002}.tar"), {.batch_size = 4, .num_threads = 2});
   ASSERT_EQ(pipe.num_samples(), 15);
   const Seen s = read_epoch(pipe);
   ASSERT_EQ(s.bytes.size(), 15u);
@@ -88,7 +80,7 @@ TEST(WebDatasetReaderTest, ShuffleIsTheSameForAnyThreadCountAndNewEachEpoch) {
   TarDir dir("wds_reader_shuffle");
   make_shards(dir, {7, 3, 12, 1});
   auto order = [&](int threads, int epochs) {
-    Pipeline pipe(reader_spec(dir.dir().string(), "shard-{000..003}.tar", {{"shuffle", true}}),
+    Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..003}.tar", {{"shuffle", true}}),
                   {.batch_size = 5, .num_threads = threads, .seed = 42});
     std::vector<std::vector<int64_t>> out;
     for (int e = 0; e < epochs; ++e) out.push_back(read_epoch(pipe).labels);
@@ -109,7 +101,7 @@ TEST(WebDatasetReaderTest, RanksSplitEverySampleExactlyOnceWithEqualBatches) {
     std::multiset<int64_t> all;
     std::set<int64_t> batches;
     for (int rank = 0; rank < world; ++rank) {
-      Pipeline pipe(reader_spec(dir.dir().string(), "shard-{000..002}.tar",
+      Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..002}.tar",
                                 {{"shuffle", true}, {"shard_id", int64_t{rank}}, {"num_shards", int64_t{world}},
                                  {"pad_shards", true}, {"last_batch", std::string("drop")}}),
                     {.batch_size = 1, .num_threads = 2, .seed = 7});
@@ -134,7 +126,7 @@ TEST(WebDatasetReaderTest, BadShardAndSampleAreNamedAndTheRestIsDelivered) {
   ASSERT_TRUE(dir.sh("tar --format=ustar -cf shard-002.tar -C src2 lonely.cls ok.cls ok.jpg"));
   dir.write("shard-003.tar", std::string(3000, 'z'));
   {
-    Pipeline pipe(reader_spec(dir.dir().string(), "shard-{000..003}.tar"), {.batch_size = 2, .num_threads = 2});
+    Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..003}.tar"), {.batch_size = 2, .num_threads = 2});
     ASSERT_EQ(pipe.num_samples(), 4 + 3 + 2 + 1);
     std::vector<std::string> errors;
     int64_t delivered = 0;
@@ -155,14 +147,14 @@ TEST(WebDatasetReaderTest, BadShardAndSampleAreNamedAndTheRestIsDelivered) {
   {  // skip: every good sample is delivered (the failed slots refilled from the epoch's next)
     PipelineOptions o{.batch_size = 3, .num_threads = 2};
     o.on_error = ErrorPolicy::kSkip;
-    Pipeline pipe(reader_spec(dir.dir().string(), "shard-{000..003}.tar", {{"last_batch", std::string("partial")}}), o);
+    Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..003}.tar", {{"last_batch", std::string("partial")}}), o);
     const Seen s = read_epoch(pipe);
     EXPECT_EQ(s.labels.size(), 10u);
     EXPECT_EQ(std::set<int64_t>(s.labels.begin(), s.labels.end()),
               (std::set<int64_t>{0, 1, 2, 3, 100, 101, 102, 6}));
   }
   {  // missing_field skip leaves the lonely sample out when the dataset is made
-    Pipeline pipe(reader_spec(dir.dir().string(), "shard-002.tar", {{"missing_field", std::string("skip")}}),
+    Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-002.tar", {{"missing_field", std::string("skip")}}),
                   {.batch_size = 1, .num_threads = 1});
     EXPECT_EQ(pipe.num_samples(), 1);
     EXPECT_EQ(read_epoch(pipe).labels, std::vector<int64_t>{6});
@@ -171,11 +163,11 @@ TEST(WebDatasetReaderTest, BadShardAndSampleAreNamedAndTheRestIsDelivered) {
 
 TEST(WebDatasetReaderTest, ConfigurationErrorsNameTheArgument) {
   TarDir dir("wds_reader_config");
-  EXPECT_THROW(Pipeline(reader_spec(dir.dir().string(), "shard-{000..002.tar"), {.batch_size = 1}), ConfigError);
-  EXPECT_THROW(Pipeline(reader_spec(dir.dir().string(), "x.tar.gz", {{"mode", std::string("indexed")}}), {.batch_size = 1}),
+  EXPECT_THROW(Pipeline(webdataset_spec(dir.dir().string(), "shard-{000..002.tar"), {.batch_size = 1}), ConfigError);
+  EXPECT_THROW(Pipeline(webdataset_spec(dir.dir().string(), "x.tar.gz", {{"mode", std::string("indexed")}}), {.batch_size = 1}),
                ConfigError);  // compressed shards are streamed only
   try {
-    Pipeline(reader_spec(dir.dir().string(), "x.tar", {{"field", std::string(";")}}), {.batch_size = 1});
+    Pipeline(webdataset_spec(dir.dir().string(), "x.tar", {{"field", std::string(";")}}), {.batch_size = 1});
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("\"field\""), std::string::npos) << e.what();

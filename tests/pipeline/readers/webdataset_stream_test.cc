@@ -20,6 +20,7 @@ namespace hdl {
 namespace {
 
 using testing::TarDir;
+using testing::webdataset_spec;
 
 // Bytes that do not compress: what a JPEG is to gzip.
 std::string noise(uint32_t seed, size_t n) {
@@ -46,15 +47,6 @@ void make_gz_shards(const TarDir& dir, const std::vector<int>& counts) {
     const std::string name = "shard-00" + std::to_string(k) + ".tar";
     ASSERT_TRUE(dir.sh("tar --format=gnu -cf " + name + " -C src" + std::to_string(k) + members + " && gzip -nf " + name));
   }
-}
-
-PipelineSpec stream_spec(const std::string& root, const std::string& urls, PipelineSpec::Args extra = {}) {
-  PipelineSpec spec;
-  PipelineSpec::Args args = {{"file_root", root}, {"urls", std::vector<std::string>{urls}}};
-  for (auto& kv : extra) args.push_back(std::move(kv));
-  auto r = spec.add("webdataset_reader", {}, args, {}, "reader");
-  spec.set_outputs({r[0], r[1], r[2]});
-  return spec;
 }
 
 struct Seen {
@@ -90,7 +82,7 @@ int64_t counter(const Pipeline& pipe, const std::string& name) {
 TEST(WebDatasetStreamTest, GzShardsGiveEverySampleOnceInArchiveOrder) {
   TarDir dir("wds_stream_once");
   make_gz_shards(dir, {5, 1, 9});
-  Pipeline pipe(stream_spec(dir.dir().string(), "shard-{000..002}.tar.gz"), {.batch_size = 4, .num_threads = 3});
+  Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..002}.tar.gz"), {.batch_size = 4, .num_threads = 3});
   ASSERT_EQ(pipe.num_samples(), 15);
   const Seen s = read_batches(pipe);
   std::vector<int64_t> want;
@@ -104,7 +96,7 @@ TEST(WebDatasetStreamTest, GzShardsGiveEverySampleOnceInArchiveOrder) {
   }
   // Plain tar streamed (mode "streaming") reads the same.
   ASSERT_TRUE(dir.sh("gunzip -k shard-002.tar.gz"));
-  Pipeline plain(stream_spec(dir.dir().string(), "shard-002.tar", {{"mode", std::string("streaming")}}),
+  Pipeline plain(webdataset_spec(dir.dir().string(), "shard-002.tar", {{"mode", std::string("streaming")}}),
                  {.batch_size = 4, .num_threads = 2});
   EXPECT_EQ(read_batches(plain).labels, std::vector<int64_t>(want.begin() + 6, want.end()));
 }
@@ -113,7 +105,7 @@ TEST(WebDatasetStreamTest, ShuffleIsTheSameForAnyThreadCountAndBounded) {
   TarDir dir("wds_stream_shuffle");
   make_gz_shards(dir, {7, 3, 12, 1});
   auto run = [&](int threads) {
-    Pipeline pipe(stream_spec(dir.dir().string(), "shard-{000..003}.tar.gz",
+    Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..003}.tar.gz",
                               {{"shuffle", true}, {"shuffle_buffer", int64_t{4}}, {"seed", int64_t{3}}}),
                   {.batch_size = 5, .num_threads = threads, .prefetch_depth = 3});
     std::vector<std::vector<int64_t>> out;
@@ -142,11 +134,11 @@ TEST(WebDatasetStreamTest, RanksSplitEverySampleExactlyOnceWithEqualBatches) {
     for (int rank = 0; rank < world; ++rank) {
       PipelineSpec::Args args = {{"shuffle", true}, {"shuffle_buffer", int64_t{3}}, {"shard_id", int64_t{rank}},
                                  {"num_shards", int64_t{world}}, {"seed", int64_t{9}}};
-      Pipeline unpadded(stream_spec(dir.dir().string(), "shard-{000..002}.tar.gz", args),
+      Pipeline unpadded(webdataset_spec(dir.dir().string(), "shard-{000..002}.tar.gz", args),
                         {.batch_size = 1, .num_threads = 2});
       for (int64_t l : read_batches(unpadded).labels) exact.insert(l);
       args.push_back({"pad_shards", true});
-      Pipeline pipe(stream_spec(dir.dir().string(), "shard-{000..002}.tar.gz", args), {.batch_size = 2, .num_threads = 2});
+      Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..002}.tar.gz", args), {.batch_size = 2, .num_threads = 2});
       const Seen s = read_batches(pipe);
       batches.insert(static_cast<int64_t>(s.labels.size()));
       padded.insert(s.labels.begin(), s.labels.end());
@@ -165,7 +157,7 @@ TEST(WebDatasetStreamTest, TruncatedGzIsNamedUnderRaiseAndSkippedUnderSkip) {
   const std::string whole = dir.read("shard-001.tar.gz");
   dir.write("shard-001.tar.gz", whole.substr(0, whole.size() * 2 / 3));
   {
-    Pipeline pipe(stream_spec(dir.dir().string(), "shard-{000..001}.tar.gz"), {.batch_size = 2, .num_threads = 2});
+    Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..001}.tar.gz"), {.batch_size = 2, .num_threads = 2});
     std::vector<std::string> errors;
     int64_t delivered = 0;
     for (int b = 0; b < 8; ++b) {
@@ -186,7 +178,7 @@ TEST(WebDatasetStreamTest, TruncatedGzIsNamedUnderRaiseAndSkippedUnderSkip) {
   {  // skip: shard 0 whole, shard 1 up to the damage, the slot of the error refilled
     PipelineOptions o{.batch_size = 3, .num_threads = 2};
     o.on_error = ErrorPolicy::kSkip;
-    Pipeline pipe(stream_spec(dir.dir().string(), "shard-{000..001}.tar.gz"), o);
+    Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..001}.tar.gz"), o);
     const Seen s = read_batches(pipe);
     const std::set<int64_t> got(s.labels.begin(), s.labels.end());
     for (int64_t l : {0, 1, 2, 3, 100}) EXPECT_TRUE(got.count(l)) << l;
@@ -198,7 +190,7 @@ TEST(WebDatasetStreamTest, TruncatedGzIsNamedUnderRaiseAndSkippedUnderSkip) {
 TEST(WebDatasetStreamTest, ResumeMidEpochGivesTheRemainingBatches) {
   TarDir dir("wds_stream_resume");
   make_gz_shards(dir, {9, 8, 7});
-  const auto spec = stream_spec(dir.dir().string(), "shard-{000..002}.tar.gz",
+  const auto spec = webdataset_spec(dir.dir().string(), "shard-{000..002}.tar.gz",
                                 {{"shuffle", true}, {"shuffle_buffer", int64_t{5}}, {"seed", int64_t{1}}});
   const PipelineOptions o{.batch_size = 4, .num_threads = 3, .seed = 5};
   Pipeline whole(spec, o);
@@ -219,7 +211,7 @@ TEST(WebDatasetStreamTest, NominalEpochStartsWithoutCountingAndSplitsShards) {
   TarDir dir("wds_stream_nominal");
   make_gz_shards(dir, {3, 3, 3, 3});
   for (int rank = 0; rank < 2; ++rank) {
-    Pipeline pipe(stream_spec(dir.dir().string(), "shard-{000..003}.tar.gz",
+    Pipeline pipe(webdataset_spec(dir.dir().string(), "shard-{000..003}.tar.gz",
                               {{"epoch_samples", int64_t{10}}, {"shard_id", int64_t{rank}}, {"num_shards", int64_t{2}}}),
                   {.batch_size = 5, .num_threads = 2});
     EXPECT_EQ(pipe.num_samples(), 10);
