@@ -2,12 +2,13 @@
 // for object_store_bench.py's curl-cpu comparison against the curl CLI (issue 24's target: no
 // more CPU per MB than curl).
 //
-//   fetch_bench LIST [--threads 1]
+//   fetch_bench LIST [--threads 1] [--passes 1]
 //
 // LIST: one read a line, "URL" (the whole object: open() = HEAD, then one read of its size) or
 // "URL OFFSET SIZE" (a range read). The reads go through url_file_system() with default
 // RemoteOptions, into a buffer reused per thread (as the pipeline reads into a tensor), lines
-// taken in order by --threads threads. Prints one line:
+// taken in order by --threads threads, the whole list --passes times (the objects opened once
+// per thread: a later pass is what a warm process pays per MB). Prints one line:
 //   bytes=N requests=N cpu_s=X wall_s=X
 // (cpu_s: this process's user + system time, getrusage, start-up included).
 #include <sys/resource.h>
@@ -45,9 +46,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: fetch_bench LIST [--threads N]\n");
     return 2;
   }
-  int threads = 1;
-  for (int i = 2; i + 1 < argc; i += 2)
+  int threads = 1, passes = 1;
+  for (int i = 2; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--threads") threads = std::atoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--passes") passes = std::atoi(argv[i + 1]);
+  }
+  if (threads < 1 || passes < 1) {
+    std::fprintf(stderr, "fetch_bench: --threads and --passes take a positive integer\n");
+    return 2;
+  }
   std::vector<Read> reads;
   std::ifstream in(argv[1]);
   if (!in) {
@@ -61,6 +68,8 @@ int main(int argc, char** argv) {
     ss >> r.offset >> r.size;
     reads.push_back(r);
   }
+  const std::vector<Read> one_pass = reads;
+  for (int p = 1; p < passes; ++p) reads.insert(reads.end(), one_pass.begin(), one_pass.end());
   auto fs = hdl::url_file_system(hdl::RemoteOptions());
   const auto t0 = std::chrono::steady_clock::now();
   std::atomic<size_t> next{0};
