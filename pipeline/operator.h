@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -88,6 +89,18 @@ class SampleIO {
   /// The device of the pipeline's device stage (cuda:N), or cpu for a pipeline without one: where
   /// a mixed-stage operator's host half may put device work of its own.
   virtual Device device() const { return Device::cpu(); }
+
+  /// A key that names this sample's content in every epoch, for per-sample caches (the JPEG
+  /// entry-point index): the dataset index where the source's indices are stable
+  /// (SampleInfo::stable_index); else the key the source operator gave set_content_key() in
+  /// this run (a streaming reader: a hash of the sample's shard and key); else none. A cache
+  /// keyed by it must still check the bytes it is handed (two contents may share a hash).
+  virtual std::optional<uint64_t> content_key() const {
+    return sample().stable_index ? std::optional<uint64_t>(uint64_t(sample().dataset_index)) : std::nullopt;
+  }
+  /// For a source operator whose indices are not stable: names what this run delivers, for the
+  /// operators after it (content_key()). Ignored where the executor keeps no such key.
+  virtual void set_content_key(uint64_t /*key*/) {}
 
   /// The per-sample scalar bound to `name` (first element, as double), or `fallback`.
   double scalar_arg(std::string_view name, double fallback) const;

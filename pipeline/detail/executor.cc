@@ -200,6 +200,10 @@ class SampleRun final : public SampleIO {
   bool produced_all() const { return produced_ == (1u << node_->outputs.size()) - 1; }
 
   const SampleInfo& sample() const override { return info_; }
+  std::optional<uint64_t> content_key() const override {
+    return info_.stable_index ? std::optional<uint64_t>(uint64_t(info_.dataset_index)) : content_key_;
+  }
+  void set_content_key(uint64_t key) override { content_key_ = key; }
   int num_inputs() const override { return static_cast<int>(node_->inputs.size()); }
   const ConstTensorView& input(int i) const override { return ws_.values[node_->inputs[i]]; }
   const ConstTensorView* arg_input(std::string_view name) const override {
@@ -274,6 +278,7 @@ class SampleRun final : public SampleIO {
   const GraphNode* node_ = nullptr;
   std::optional<RandomStream> rng_;
   uint32_t produced_ = 0;
+  std::optional<uint64_t> content_key_;  // set by a source whose indices are not stable
 };
 
 }  // namespace

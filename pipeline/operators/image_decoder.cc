@@ -111,9 +111,11 @@ class ImageDecoderOp final : public Operator {
     DecodeRequest req;
     HDL_ASSIGN_OR_RETURN(FusedDecodeRegion region,
                          region_for(bytes, image, window, info.format == "jpeg" ? 8 : 1, args, st, req));
-    req.index_cache = io.sample().stable_index ? index_.get() : nullptr;  // keyed by the sample index
+    // Keyed by the sample's content key: its dataset index, or what a streaming reader names it by.
+    const std::optional<uint64_t> key = io.content_key();
+    req.index_cache = key ? index_.get() : nullptr;
     if (index_ && io.sample().dataset) index_->expect_files(io.sample().dataset->size());
-    req.index_key = uint64_t(io.sample().dataset_index);
+    req.index_key = key.value_or(0);
     req.index_every_file = random_crop_;
     const int64_t c = color_channels(request_.color);
     HDL_ASSIGN_OR_RETURN(TensorView out,

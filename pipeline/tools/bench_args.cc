@@ -60,6 +60,12 @@ options:
   --file-root DIR    root of a file list's relative paths (default: the list's folder)
   --skip-errors      replace unreadable samples (counted) instead of stopping
   --max-failures N   with --skip-errors: failed samples tolerated in all, then stop (100)
+  --shard-mode MODE  tar shards: auto (streaming when a shard is compressed, else indexed),
+                     indexed (every sample read where it lies) or streaming (each shard read
+                     front to back through a shuffle buffer: for stores where a read costs a
+                     request, such as an object store that reads the whole object per range)
+  --shuffle-buffer N tar shards: a shuffle buffer of N samples (streaming: 0 is the reader's
+                     1000; indexed: a bounded shuffle instead of the global permutation)
   --cache-dir DIR    cache remote (http(s)://, s3://) shards and files in DIR, shared by every
                      process naming it (default: $HDL_CACHE_DIR, else no cache); its hits,
                      misses, bytes and evictions appear in the reader's counters
@@ -137,6 +143,12 @@ BenchArgs parse_bench_args(int argc, char** argv) {
     else if (arg == "--file-root") a.file_root = text();
     else if (arg == "--skip-errors") a.skip_errors = true;
     else if (arg == "--max-failures") a.max_failures = number(0), a.max_failures_given = true;
+    else if (arg == "--shard-mode") {
+      a.shard_mode = text();
+      if (a.shard_mode != "auto" && a.shard_mode != "indexed" && a.shard_mode != "streaming")
+        fail("--shard-mode must be auto, indexed or streaming, got \"" + a.shard_mode + "\"");
+    }
+    else if (arg == "--shuffle-buffer") a.shuffle_buffer = number(0);
     else if (arg == "--cache-dir") a.cache_dir = text();
     else if (arg == "--cache-limit") {
       const std::string v = text();

@@ -41,6 +41,8 @@ struct BenchArgs {
   bool skip_errors = false;      ///< --skip-errors: error policy skip instead of raise
   int64_t max_failures = 100;    ///< --max-failures: the skip policy's failure budget
   bool max_failures_given = false;
+  std::string shard_mode = "auto";  ///< --shard-mode: webdataset_reader's mode (auto, indexed, streaming)
+  int64_t shuffle_buffer = 0;    ///< --shuffle-buffer: streaming mode's buffer in samples (0: the reader's 1000)
   std::string cache_dir;         ///< --cache-dir: local cache of remote shards/files ("": $HDL_CACHE_DIR, else none)
   int64_t cache_limit = 0;       ///< --cache-limit in bytes; 0: CacheOptions' default (10 GiB)
   bool json = false;             ///< --json: one JSON document on stdout instead of the text report

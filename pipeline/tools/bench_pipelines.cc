@@ -25,7 +25,15 @@ const char* reader_op(const BenchArgs& a) { return is_shard_spec(a.data) ? "webd
 
 // The reader's arguments reading args.data.
 PipelineSpec::Args reader_args(const BenchArgs& a) {
-  if (is_shard_spec(a.data)) return {{"urls", std::vector<std::string>{a.data}}, {"file_root", a.file_root}};
+  if (is_shard_spec(a.data)) {
+    PipelineSpec::Args args = {{"urls", std::vector<std::string>{a.data}}, {"file_root", a.file_root}};
+    // Only when given, so that a .json spec's own mode and buffer stand otherwise.
+    if (a.shard_mode != "auto") args.emplace_back("mode", a.shard_mode);
+    if (a.shuffle_buffer > 0) args.emplace_back("shuffle_buffer", a.shuffle_buffer);
+    return args;
+  }
+  if (a.shard_mode != "auto" || a.shuffle_buffer > 0)
+    throw ConfigError("--shard-mode and --shuffle-buffer are for tar shards, but DATA " + a.data + " is not a shard spec");
   std::error_code ec;
   if (std::filesystem::is_directory(a.data, ec)) {
     if (!a.file_root.empty()) throw ConfigError("--file-root is for a file list, but " + a.data + " is a folder");

@@ -20,7 +20,9 @@ moto      resnet-train from moto's S3: hdl-bench resnet-train s3://hdl/shard-{..
           header blocks over the network; alone), "sidecar" (the same with "<shard>.idx" sidecars
           published beside the shards: no header reads), "cache" (sidecars, and --cache-dir
           in a fresh folder each round: whole shards downloaded once in 8 MiB range GETs,
-          read locally after). moto answers a range GET by reading the whole object, so
+          read locally after), "streaming" (sidecars, --shard-mode streaming: each shard read
+          front to back in 8 MiB range GETs through a 1000-sample shuffle buffer, as
+          webdataset reads it; no cache). moto answers a range GET by reading the whole object, so
           what each arm costs the server is printed beside its rate.
 curl-cpu  CPU seconds per MB fetching the same objects from nginx: whole shards and ranged
           reads of every sample's JPEG, through our client (samples/benchmark/fetch_bench:
@@ -181,8 +183,8 @@ def run_moto(a):
     train = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(mean, std)])
     names = shards(a.root)
     arms = a.arms.split(",")
-    if any(x not in ("indexed", "sidecar", "cache") for x in arms):
-        raise SystemExit(f"--arms: indexed, sidecar, cache; got {a.arms!r}")
+    if any(x not in ("indexed", "sidecar", "cache", "streaming") for x in arms):
+        raise SystemExit(f"--arms: indexed, sidecar, cache, streaming; got {a.arms!r}")
     if "indexed" in arms and len(arms) > 1:  # one bucket: with the sidecars or without them
         raise SystemExit("--arms: run indexed alone (its bucket has no sidecars)")
     sidecars = [os.path.join(a.root, n + ".idx") for n in names]
@@ -205,6 +207,8 @@ def run_moto(a):
         with tempfile.TemporaryDirectory(prefix="hdl-moto-cache-") as cache:
             if arm == "cache":
                 args += ["--cache-dir", cache]
+            if arm == "streaming":  # each shard read front to back, as webdataset does
+                args += ["--shard-mode", "streaming"]
             rep = hdl_bench(a.build, "s3://hdl/" + spec(names), args, env=dict(os.environ))
         print(f"  {arm:8s} {rep['images_per_s']:7.1f} images/s over {a.epochs} epochs after the warm-up "
               f"({rep['images']} images; first batch {rep['time_to_first_batch_s']:.1f} s; "

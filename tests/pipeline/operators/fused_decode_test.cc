@@ -239,6 +239,60 @@ TEST_F(FusedDecodeTest, JpegIndexChangesNoPixelOverEpochs) {
   for (size_t i = 0; i < with.size(); ++i) EXPECT_TRUE(same_pixels(with[i], without[i])) << "sample " << i;
 }
 
+// Streamed shard samples have no stable index (a position holds another sample each epoch),
+// but their shard and key name them: the JPEG index is keyed by that, and is used from the
+// second epoch on, with the pixels of decodes without it.
+TEST_F(FusedDecodeTest, StreamedShardSamplesUseTheJpegIndexWithTheSamePixels) {
+  const fs::path dir = fs::temp_directory_path() / ("hdl_fused_stream_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "src");
+  const fs::path t = testing::corpus_dir() / "tests/jpeg/ok";
+  std::string members;
+  int k = 0;
+  for (const char* f : {"jxl_flower_420.jpg", "forensics_canon_prog444.jpg", "gdk_cat_gray_512.jpg",
+                        "go_video001_q50_410_prog.jpg"}) {
+    const std::string key = "k" + std::to_string(k);
+    fs::copy_file(t / f, dir / "src" / (key + ".jpg"));
+    std::ofstream(dir / "src" / (key + ".cls")) << k++ << "\n";
+    members += " " + key + ".cls " + key + ".jpg";
+  }
+  ASSERT_EQ(std::system(("tar --format=gnu -cf " + (dir / "s.tar").string() + " -C " + (dir / "src").string() + members).c_str()), 0);
+  auto run = [&](int64_t index_mb, int64_t* hits) {
+    PipelineSpec spec;
+    auto r = spec.add("webdataset_reader", {},
+                      {{"urls", std::vector<std::string>{(dir / "s.tar").string()}}, {"mode", "streaming"},
+                       {"shuffle", true}, {"shuffle_buffer", int64_t{3}}},
+                      {}, "reader");
+    auto images = spec.add("image_decoder", {r[0]},
+                           {{"random_crop", "resized"}, {"scale", {0.05, 0.5}}, {"resize", {64, 64}}, {"dct_scaling", false},
+                            {"index_cache_mb", index_mb}}, {}, "decode");
+    spec.set_outputs({images[0], r[1]});
+    Pipeline pipe(spec, {.batch_size = 2, .num_threads = 2, .seed = 9});
+    std::vector<std::pair<int64_t, Tensor>> out;
+    for (int epoch = 0; epoch < 3; ++epoch)
+      for (const auto& b : pipe.epoch_batches())
+        for (int64_t i = 0; i < b.outputs[0].size(); ++i)
+          out.emplace_back(*b.outputs[1].sample(i).typed<int64_t>(), b.outputs[0].sample(i));
+    const PipelineStats stats = pipe.stats();
+    for (const auto& [name, value] : stats.operators[1].counters)
+      if (name == "jpeg_index_hits") *hits = value;
+    return out;
+  };
+  int64_t hits_with = 0, hits_without = 0;
+  const auto with = run(64, &hits_with), without = run(0, &hits_without);
+  ASSERT_EQ(with.size(), 12u);
+  ASSERT_EQ(with.size(), without.size());
+  // The gray and the 4:1:0 progressive files are not indexable (the index covers baseline
+  // colour scans); the other two are hit in epochs 2 and 3.
+  EXPECT_GE(hits_with, 4);
+  EXPECT_EQ(hits_without, 0);
+  for (size_t i = 0; i < with.size(); ++i) {
+    EXPECT_EQ(with[i].first, without[i].first) << "position " << i;
+    EXPECT_TRUE(same_pixels(with[i].second, without[i].second)) << "position " << i << ", sample k" << with[i].first;
+  }
+  fs::remove_all(dir);
+}
+
 TEST_F(FusedDecodeTest, RandomCropWithoutResizeIsTheDecodedWindow) {
   Photos photos;
   for (const Sample& s : run_decoder(photos.folder.root(), {{"random_crop", "resized"}})) {
