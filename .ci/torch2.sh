@@ -97,37 +97,18 @@ if ! ls "$ROOT"/build/python/habana_dataloader/_C*.so >/dev/null 2>&1; then
   exit 1
 fi
 
-STAMP=$VENV/.hdl-torch2-pins
-WANT=$(printf '%s\n--\n%s\n' "$REQUIREMENTS" "$CONSTRAINTS" | sha256sum | cut -d' ' -f1)
-if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT" ] &&
-   "$VENV/bin/python" -c "import torch, torchvision, timm" 2>/dev/null; then
-  echo "torch2.sh: $VENV (cached)" >&2
-else
-  t0=$SECONDS
-  [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv "$VENV"
-  rm -f "$STAMP"
-  printf '%s\n' "$REQUIREMENTS" >"$VENV/hdl-requirements.txt"
-  printf '%s\n' "$CONSTRAINTS" >"$VENV/hdl-constraints.txt"
-  pip=("$VENV/bin/python" -m pip)
-  install=("${pip[@]}" install -q --no-index --find-links "$WHEELHOUSE"
-           -r "$VENV/hdl-requirements.txt" -c "$VENV/hdl-constraints.txt")
-  mkdir -p "$WHEELHOUSE"
-  if ! "${install[@]}" 2>/dev/null; then
-    echo "torch2.sh: downloading the pinned wheels missing from $WHEELHOUSE (about 3 GB the first time)" >&2
-    # Files already in the wheelhouse are not downloaded again.
-    if ! "${pip[@]}" download -q --progress-bar off --retries 10 --timeout 60 -d "$WHEELHOUSE" \
-      -r "$VENV/hdl-requirements.txt" -c "$VENV/hdl-constraints.txt"; then
-      # PyPI unreachable: say so loudly, but a network outage is not a test failure (the
-      # Debian-torch step has run the same tests); TORCH2_REQUIRED=1 makes it one.
-      echo "torch2.sh: SKIPPED: the pinned wheels could not be downloaded from PyPI" >&2
-      [ "${TORCH2_REQUIRED:-0}" != 1 ] || exit 1
-      exit 0
-    fi
-    "${install[@]}"
-  fi
-  echo "$WANT" >"$STAMP"
-  echo "torch2.sh: $VENV ready in $((SECONDS - t0)) s" >&2
+# shellcheck source=pinned_venv.sh
+. "$ROOT/.ci/pinned_venv.sh"
+status=0
+pinned_venv torch2.sh "$VENV" "$REQUIREMENTS" "$CONSTRAINTS" "import torch, torchvision, timm" || status=$?
+if [ "$status" = 2 ]; then
+  # PyPI unreachable: say so loudly, but a network outage is not a test failure (the
+  # Debian-torch step has run the same tests); TORCH2_REQUIRED=1 makes it one.
+  echo "torch2.sh: SKIPPED: the pinned wheels (about 3 GB the first time) could not be downloaded from PyPI" >&2
+  [ "${TORCH2_REQUIRED:-0}" != 1 ] || exit 1
+  exit 0
 fi
+[ "$status" = 0 ] || exit "$status"
 
 "$VENV/bin/python" - <<'EOF' >&2
 import sys, torch, torchvision, timm
