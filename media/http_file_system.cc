@@ -143,7 +143,8 @@ std::vector<std::pair<std::string, int64_t>> RemoteFileSystem::counters() const 
   return {{"remote_requests", s.requests},     {"remote_retries", s.retries},
           {"remote_failures", s.failures},     {"remote_bytes", s.bytes},
           {"remote_connections", s.connections},   {"remote_stalls", s.stalls},
-          {"remote_first_byte_us", s.requests > 0 ? s.first_byte_ns / 1000 / s.requests : 0}};
+          {"remote_first_byte_us", s.requests > 0 ? s.first_byte_ns / 1000 / s.requests : 0},
+          {"remote_bytes_per_s", s.transfer_ns > 0 ? int64_t(double(s.bytes) * 1e9 / double(s.transfer_ns)) : 0}};
 }
 
 std::shared_ptr<RemoteFileSystem> http_file_system(const RemoteOptions& options) {

@@ -104,7 +104,9 @@ class RemoteFileSystem : public FileSystem {
   virtual RemoteStats stats() const = 0;
   /// stats() for the pipeline's stats: remote_requests, remote_retries, remote_failures,
   /// remote_bytes, remote_connections, remote_stalls, remote_first_byte_us (mean over
-  /// requests); none before the first request (a local dataset's report has no remote lines).
+  /// requests), remote_bytes_per_s (bytes received over the summed time of the attempts: the
+  /// rate one connection sees; requests in parallel add up to more); none before the first
+  /// request (a local dataset's report has no remote lines).
   std::vector<std::pair<std::string, int64_t>> counters() const override;
   /// Every object whose URL starts with `prefix` (the S3 file system: ListObjectsV2, paginated,
   /// in key order). Errors: as reads; kUnsupported where the protocol cannot list (HTTP).

@@ -245,6 +245,10 @@ TEST_F(ObjectStoreTest, FileListOfUrlsIsReadThroughTheRemoteFileSystem) {
   EXPECT_GE(counters["remote_requests"], 2 * kShards) << "a HEAD and a GET per file";
   EXPECT_GE(counters["remote_bytes"], int64_t(list.size()));
   EXPECT_EQ(counters["remote_retries"], 0);
+  EXPECT_GT(counters["remote_first_byte_us"], 0);
+  // Bytes over the attempts' summed time: over loopback, far above 1 MiB/s (0 would mean the
+  // rate is not computed).
+  EXPECT_GT(counters["remote_bytes_per_s"], 1 << 20);
 }
 
 TEST_F(ObjectStoreTest, RedirectsAreFollowedBoundedAndHttpsIsVerified) {
