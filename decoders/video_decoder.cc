@@ -37,6 +37,7 @@ using detail::video::cuda_device_status;
 using detail::video::device_frame;
 using detail::video::distinct;
 using detail::video::FrameConverter;
+using detail::video::FramePool;
 using detail::video::has_cuda_hwaccel;
 using detail::video::open_cuda_device;
 using detail::video::probe_video;
@@ -46,6 +47,9 @@ using detail::video::Scratch;
 // What outlives a call: packet and frame, the libswscale context and conversion buffers, and
 // with a cuda device FFmpeg's CUDA device and the device frame decode() hands out.
 struct VideoDecoder::Impl {
+  // Frame buffers of every CPU codec context this decoder opens, reused across videos and
+  // calls (detail/video_frame_pool.h); first, so that it goes last.
+  FramePool frame_pool;
   AVPacket* packet = av_packet_alloc();
   AVFrame* frame = av_frame_alloc();
   FrameConverter converter;
@@ -92,16 +96,26 @@ struct VideoDecoder::Impl {
     return hw_device;
   }
 
-  // Decodes the distinct frames of `frames`, converting each into slot(k) for its first position
-  // k in `frames`, then calls delivered(slot, k).
+  // decode_frames(), with the frame buffers it allocated counted into the report.
   Status decode_to(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
                    std::span<const int64_t> frames, const std::function<TensorView(size_t k)>& slot,
                    const std::function<Status(const TensorView&, size_t k)>& delivered, VideoDecodeReport* report) {
+    const int64_t allocated = frame_pool.allocations();
+    VideoDecodeReport local;
+    VideoDecodeReport& rep = report ? *report : local;
+    Status st = decode_frames(file, info, options, frames, slot, delivered, rep);
+    rep.frame_buffers_allocated = frame_pool.allocations() - allocated;
+    return st;
+  }
+
+  // Decodes the distinct frames of `frames`, converting each into slot(k) for its first position
+  // k in `frames`, then calls delivered(slot, k).
+  Status decode_frames(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
+                       std::span<const int64_t> frames, const std::function<TensorView(size_t k)>& slot,
+                       const std::function<Status(const TensorView&, size_t k)>& delivered, VideoDecodeReport& rep) {
     std::vector<int64_t> wanted;
     std::vector<size_t> first;
     distinct(frames, &wanted, &first);
-    VideoDecodeReport local;
-    VideoDecodeReport& rep = report ? *report : local;
     rep = {};
     if (wanted.empty()) return Status::ok();
     QuietLog quiet;
@@ -140,7 +154,7 @@ struct VideoDecoder::Impl {
     if (!continued) {
       drop_kept();
       from_kept = 0;
-      session = std::make_unique<ClipSession>(file, info, options, packet, frame, rep, hw);
+      session = std::make_unique<ClipSession>(file, info, options, packet, frame, rep, hw, &frame_pool);
     }
     rep.continued = continued;
     for (size_t i = 0; i < from_kept; ++i) HDL_RETURN_IF_ERROR(hand_out(i, kept[wanted[i]]));
@@ -328,8 +342,11 @@ Status VideoDecoder::decode_only(const RandomAccessFile& file, const VideoInfo& 
   HDL_ASSIGN_OR_RETURN(AVBufferRef* const hw, impl_->hardware(options_));
   impl_->drop_kept();
   impl_->session.reset();  // the held session's packet and frame are the ones this uses
-  ClipSession clip(file, info, options_, impl_->packet, impl_->frame, rep, hw);
-  return clip.run(wanted, [](size_t, const AVFrame*) { return Status::ok(); });
+  const int64_t allocated = impl_->frame_pool.allocations();
+  ClipSession clip(file, info, options_, impl_->packet, impl_->frame, rep, hw, &impl_->frame_pool);
+  Status st = clip.run(wanted, [](size_t, const AVFrame*) { return Status::ok(); });
+  rep.frame_buffers_allocated = impl_->frame_pool.allocations() - allocated;
+  return st;
 }
 
 Status video_hardware_status(int index) {

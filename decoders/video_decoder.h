@@ -109,6 +109,9 @@ struct VideoDecodeReport {
   int64_t retries = 0;         ///< clips decoded again without skipping unwanted frames
   bool on_device = false;      ///< decoded by NVDEC (VideoDecoderOptions::device cuda)
   bool continued = false;      ///< went on from the held video's previous call (hold_session())
+  /// Frame buffers the CPU codec had to allocate; the others were the decoder's buffers from
+  /// earlier videos and calls, reused (not zeroed, no fresh pages).
+  int64_t frame_buffers_allocated = 0;
 };
 
 class VideoDecoder {

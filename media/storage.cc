@@ -115,15 +115,18 @@ size_t BufferPool::round_up(size_t bytes) {
 }
 
 StoragePtr BufferPool::acquire(size_t bytes) {
-  const size_t cap = round_up(bytes);
+  size_t cap = round_up(bytes);
   void* p = nullptr;
   {
     std::lock_guard lock(core_->mu);
     ++core_->stats.acquires;
-    auto it = core_->free_lists.find(cap);
-    if (it != core_->free_lists.end() && !it->second.empty()) {
+    // The smallest cached block of this class or a larger one up to twice it.
+    auto it = core_->free_lists.lower_bound(cap);
+    while (it != core_->free_lists.end() && it->first <= 2 * cap && it->second.empty()) ++it;
+    if (it != core_->free_lists.end() && it->first <= 2 * cap) {
       p = it->second.back();
       it->second.pop_back();
+      cap = it->first;
       core_->stats.bytes_cached -= cap;
     } else {
       ++core_->stats.allocations;

@@ -82,7 +82,10 @@ struct BufferPoolStats {
 };
 
 /// Caches released blocks by size class (each class wastes at most 1/8 of a block) and hands
-/// them out again. Thread-safe. Blocks outlive the pool safely.
+/// them out again: the smallest cached block of the asked class or a larger one up to twice it
+/// (so that samples of varying sizes, such as ragged clips of videos of different sizes, reuse
+/// pages already touched instead of faulting in fresh ones). Thread-safe. Blocks outlive the
+/// pool safely.
 class BufferPool {
  public:
   /// `max_cached_bytes`: released blocks beyond this are freed instead of cached.

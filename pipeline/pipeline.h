@@ -70,6 +70,13 @@ struct PipelineOptions {
   int max_threads = 0;
   /// With prefetch_depth = kAuto: the bytes of prepared batches the tuner may hold ahead.
   size_t prefetch_memory_budget = size_t(1) << 30;
+  /// Run-length hint: the number of epochs this run will read (epochs 0 .. epochs - 1); 0 =
+  /// unknown (default). Prefetch then starts no batch of an epoch >= epochs, so a run that stops
+  /// at its last epoch's end decodes nothing it never reads (a batch of the next epoch is
+  /// wasted work, and with video_reader group_clips its first clip decodes the whole group).
+  /// Reading on past it still works: batches of that epoch are scheduled as the consumer
+  /// reaches it, only without prefetch across the epoch boundary.
+  int64_t epochs = 0;
   uint64_t seed = 0;               ///< seeds shuffling and every random operator
   ErrorPolicy on_error = ErrorPolicy::kRaise;
   int64_t max_failures = 100;      ///< skip: failed samples tolerated in all (then DataError)

@@ -44,9 +44,10 @@ void distinct(std::span<const int64_t> frames, std::vector<int64_t>* wanted, std
 }
 
 ClipSession::ClipSession(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
-                         AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device)
+                         AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device,
+                         FramePool* frame_pool)
     : file_(&file), info_(info), options_(options), packet_(packet), frame_(frame), report_(&report),
-      hw_device_(hw_device) {
+      hw_device_(hw_device), frame_pool_(frame_pool) {
   report_->on_device = hw_device != nullptr;
 }
 
@@ -141,6 +142,8 @@ Status ClipSession::open() {
     if (!codec_->hw_device_ctx) return Status::resource_exhausted("out of memory");
     codec_->get_format = pick_cuda_format;
     codec_->opaque = &hw_format_;
+  } else if (frame_pool_) {
+    frame_pool_->attach(codec_);
   }
   if (int err = avcodec_open2(codec_, codec, nullptr); err < 0) {
     if (hw_format_.refused) return nvdec_refused();

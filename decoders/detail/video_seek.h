@@ -26,6 +26,7 @@ extern "C" {
 #include <string>
 #include <vector>
 
+#include "decoders/detail/video_frame_pool.h"
 #include "decoders/detail/video_io.h"
 #include "decoders/detail/video_nvdec.h"
 #include "decoders/video_decoder.h"
@@ -50,8 +51,11 @@ class ClipSession {
   using Deliver = std::function<Status(size_t u, const AVFrame* frame)>;
 
   /// `hw_device`: FFmpeg's CUDA device for NVDEC decoding (not owned), or nullptr for the CPU.
+  /// `frame_pool` (not owned, outlives the session; CPU decoding only): where the codec takes
+  /// its frame buffers; nullptr: libavcodec's own pool.
   ClipSession(const RandomAccessFile& file, const VideoInfo& info, const VideoDecoderOptions& options,
-              AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device = nullptr);
+              AVPacket* packet, AVFrame* frame, VideoDecodeReport& report, AVBufferRef* hw_device = nullptr,
+              FramePool* frame_pool = nullptr);
   ~ClipSession() { close_codec(); }
 
   /// Whether run(wanted, ..., /*continued=*/true) may decode `wanted` by going on from where
@@ -147,6 +151,7 @@ class ClipSession {
   std::unique_ptr<Input> input_;
   AVStream* stream_ = nullptr;
   AVCodecContext* codec_ = nullptr;
+  FramePool* frame_pool_ = nullptr;
   int64_t run_key_ = 0;        // index into info_.keyframes where this run started
   int64_t run_key_frame_ = 0;  // its frame index
   bool seeked_ = false;        // this run started with a seek (else at the start of the file)

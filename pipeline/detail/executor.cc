@@ -54,6 +54,7 @@ void check_options(const PipelineOptions& options) {
     throw ConfigError("prefetch_depth must be >= 1 or " + std::to_string(kAuto) + " (auto), got " +
                       std::to_string(options.prefetch_depth));
   if (options.max_failures < 0) throw ConfigError("max_failures must be >= 0");
+  if (options.epochs < 0) throw ConfigError("epochs (the run-length hint) must be >= 0 (0: unknown), got " + std::to_string(options.epochs));
 }
 
 // Where the readers open files: the caller's file system, else the default one (URLs too)
@@ -567,6 +568,7 @@ void Executor::schedule(int64_t epoch, int64_t batch) {
 }
 
 void Executor::fill_pipeline() {
+  const int64_t last = core_->options.epochs;  // run-length hint: no prefetch past the run's end
   while (static_cast<int>(in_flight_.size()) < core_->prefetch_depth.load() && sched_epoch_ <= epoch_ + 1) {
     if (!has_order(sched_epoch_)) break;  // external order not given yet: nothing to prefetch
     if (sched_batch_ >= order_for(sched_epoch_)->num_batches()) {
@@ -574,6 +576,9 @@ void Executor::fill_pipeline() {
       sched_batch_ = 0;
       continue;
     }
+    // Past the run's last epoch: nothing until the consumer reads on into it, then one batch
+    // ahead at most.
+    if (last > 0 && sched_epoch_ >= last && (epoch_ < last || !in_flight_.empty())) break;
     schedule(sched_epoch_, sched_batch_++);
   }
 }
@@ -620,8 +625,7 @@ PipelineOutput Executor::take(Job& job) {
 }
 
 std::optional<PipelineOutput> Executor::next() {
-  fill_pipeline();
-  if (next_batch_ >= order_for(epoch_)->num_batches()) {
+  if (next_batch_ >= order_for(epoch_)->num_batches()) {  // the epoch's end (filled below)
     {
       std::lock_guard position(position_mu_);
       ++epoch_;
@@ -629,9 +633,10 @@ std::optional<PipelineOutput> Executor::next() {
     }
     while (!in_flight_.empty() && in_flight_.front()->epoch < epoch_) in_flight_.pop_front();
     if (sched_epoch_ < epoch_) sched_epoch_ = epoch_, sched_batch_ = 0;
-    fill_pipeline();
+    if (core_->options.epochs <= 0 || epoch_ < core_->options.epochs) fill_pipeline();  // else: on demand
     return std::nullopt;
   }
+  fill_pipeline();
   std::shared_ptr<Job> job = in_flight_.front();
   in_flight_.pop_front();
   wait_for(*job);
@@ -693,8 +698,9 @@ void Executor::tune_threads(uint64_t wait_nanos) {
 }
 
 bool Executor::wait_next(std::chrono::nanoseconds timeout) {
+  if (next_batch_ >= order_for(epoch_)->num_batches()) return true;
   fill_pipeline();
-  if (next_batch_ >= order_for(epoch_)->num_batches() || in_flight_.empty()) return true;
+  if (in_flight_.empty()) return true;
   const std::shared_ptr<Job> job = in_flight_.front();
   std::unique_lock lock(core_->mu);
   return core_->cv.wait_for(lock, timeout, [&] { return job->done; });

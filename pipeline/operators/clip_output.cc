@@ -18,6 +18,7 @@ void VideoCounters::add(const VideoDecodeReport& r) {
   packets.fetch_add(r.packets, std::memory_order_relaxed);
   retries.fetch_add(r.retries, std::memory_order_relaxed);
   continued.fetch_add(r.continued, std::memory_order_relaxed);
+  frame_buffers.fetch_add(r.frame_buffers_allocated, std::memory_order_relaxed);
 }
 
 std::vector<std::pair<std::string, int64_t>> VideoCounters::list() const {
@@ -25,7 +26,7 @@ std::vector<std::pair<std::string, int64_t>> VideoCounters::list() const {
       {"video_probes", probes.load()},   {"video_clips", clips.load()},
       {"video_frames_decoded", frames_decoded.load()}, {"video_seeks", seeks.load()},
       {"video_packets", packets.load()}, {"video_retries", retries.load()},
-      {"video_clips_continued", continued.load()}};
+      {"video_clips_continued", continued.load()}, {"video_frame_buffers_allocated", frame_buffers.load()}};
   if (metadata) {
     l.emplace_back("video_metadata_cache_hits", metadata->hits());
     l.emplace_back("video_metadata_cache_misses", metadata->misses());

@@ -62,6 +62,7 @@ struct VideoState final : OpState {
 struct VideoCounters {
   std::atomic<int64_t> probes{0}, clips{0}, frames_decoded{0}, seeks{0}, packets{0}, retries{0};
   std::atomic<int64_t> continued{0};  // clips that went on from the thread's previous clip of the video
+  std::atomic<int64_t> frame_buffers{0};  // frame buffers the decoders allocated (the rest reused)
   const VideoMetadataCache* metadata = nullptr;  // the reader's metadata cache, if any
   void add(const VideoDecodeReport& r);
   std::vector<std::pair<std::string, int64_t>> list() const;

@@ -140,6 +140,8 @@ int run(BenchArgs args) {
   options.num_threads = args.threads;
   options.prefetch_depth = args.prefetch;
   options.seed = args.seed;
+  // The run's length, so prefetch stops at its end (--iterations crosses epochs: no hint).
+  if (args.iterations <= 0) options.epochs = args.epochs;
   options.on_error = args.skip_errors ? ErrorPolicy::kSkip : ErrorPolicy::kRaise;
   options.max_failures = args.max_failures;
   options.cache.dir = args.cache_dir;

@@ -413,6 +413,36 @@ TEST(VideoDecoder, DecoderIsReusableAcrossFilesAndCalls) {
   EXPECT_EQ(*rb, *rb2);
 }
 
+// The frame buffers of a decoder's codecs outlive each video (detail/video_frame_pool.h): a
+// second round over the same videos allocates none, and the reused (not zeroed) buffers give
+// the pixels a fresh decoder gives.
+TEST(VideoDecoder, FrameBuffersAreReusedAcrossVideosWithTheSamePixels) {
+  HDL_REQUIRE_VIDEO_CORPUS();
+  VideoDecoder dec;
+  std::vector<Opened> videos;
+  for (const char* clip : {"derived/pedestrians_hevc_768x576.mp4", "derived/city_h264_720x404.mp4",
+                           "original/megamind_mpeg4asp_720x528.avi", "original/tree_cinepak_320x240.avi"}) {
+    videos.push_back(open_clip(dec, clip));
+    ASSERT_TRUE(videos.back().file) << clip;
+  }
+  const std::vector<int64_t> frames = {20, 22, 24, 26, 28, 30, 32, 34};
+  for (int round = 0; round < 2; ++round) {
+    int64_t allocated = 0;
+    for (const Opened& v : videos) {
+      VideoDecodeReport r;
+      auto got = frame_hashes(dec, *v.file, v.info, frames, &r);
+      ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+      VideoDecoder fresh;
+      auto want = frame_hashes(fresh, *v.file, v.info, frames);
+      ASSERT_TRUE(want.is_ok());
+      EXPECT_EQ(*got, *want) << v.info.codec << ", round " << round;
+      allocated += r.frame_buffers_allocated;
+    }
+    if (round == 0) EXPECT_GT(allocated, 0);
+    if (round == 1) EXPECT_EQ(allocated, 0) << "the second round should reuse the first round's buffers";
+  }
+}
+
 // decode_into a [T, H, W, C] view whose rows are wider than the frame (slots of a batch):
 // the same pixels as decode(), and nothing written outside the view.
 TEST(VideoDecoder, DecodeIntoStridedSlotsMatchesDecode) {

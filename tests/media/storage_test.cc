@@ -20,6 +20,23 @@ TEST(BufferPool, ReusesReleasedBlocksWithoutNewAllocations) {
   EXPECT_EQ(s.bytes_cached, s.bytes_allocated);
 }
 
+// A cached block of a larger class serves a smaller request up to half its size, not below.
+TEST(BufferPool, ReusesALargerCachedBlockUpToTwiceTheAskedSize) {
+  BufferPool pool(host_allocator());
+  void* big = nullptr;
+  { auto b = pool.acquire(10 << 20); big = b->data(); }
+  {
+    auto s = pool.acquire(6 << 20);  // 10 MiB <= 2 x 6 MiB: the cached block
+    EXPECT_EQ(s->data(), big);
+    EXPECT_GE(s->capacity(), size_t(10) << 20);
+  }
+  { auto t = pool.acquire(4 << 20); }  // 10 MiB > 2 x 4 MiB: a new block
+  const BufferPoolStats st = pool.stats();
+  EXPECT_EQ(st.acquires, 3u);
+  EXPECT_EQ(st.allocations, 2u);
+  EXPECT_EQ(st.bytes_cached, st.bytes_allocated);
+}
+
 TEST(BufferPool, RoundsToClassesWastingAtMostAnEighth) {
   for (size_t n : {1ul, 255ul, 257ul, 1000ul, 4097ul, 123457ul, 150528ul * 256, (1ul << 33) + 1}) {
     const size_t r = BufferPool::round_up(n);

@@ -416,6 +416,21 @@ TEST_F(PipelineTest, SteadyStateAllocatesNoBatchBuffers) {
   EXPECT_GE(s.pool.acquires, 3u * 10u * 3u);  // 3 epochs x 10 batches x 3 outputs, all reused
 }
 
+// PipelineOptions::epochs: no batch of an epoch past the run's end is prepared, and reading on
+// past it still gives the same batches as a pipeline without the hint.
+TEST_F(PipelineTest, RunLengthHintStopsPrefetchAtTheLastEpoch) {
+  TempImageFolder folder(2, 8);  // 16 samples, 4 batches of 4
+  const PipelineSpec spec = random_spec(folder.root().string());
+  Pipeline hinted(spec, {.batch_size = 4, .num_threads = 2, .prefetch_depth = 4, .epochs = 1, .seed = 5}, test_registry());
+  Pipeline plain(spec, {.batch_size = 4, .num_threads = 2, .prefetch_depth = 4, .seed = 5}, test_registry());
+  EXPECT_EQ(run_epochs(hinted, 1), run_epochs(plain, 1));
+  EXPECT_EQ(hinted.stats().operators[0].samples, 16u);  // the reader: epoch 0 only, nothing of epoch 1
+  ASSERT_TRUE(plain.wait_next(std::chrono::seconds(30)));
+  EXPECT_GE(plain.stats().operators[0].samples, 20u);  // without it, epoch 1 was prefetched
+  EXPECT_EQ(run_epochs(hinted, 2), run_epochs(plain, 2));  // past the hint: on demand, same batches
+  EXPECT_THROW(Pipeline(spec, {.epochs = -1}, test_registry()), ConfigError);
+}
+
 TEST_F(PipelineTest, BadOptionsAreConfigErrors) {
   TempImageFolder folder(2, 4);
   EXPECT_THROW(Pipeline(random_spec(folder.root().string()), {.batch_size = 0}, test_registry()), ConfigError);
