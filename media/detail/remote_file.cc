@@ -22,13 +22,15 @@ void ObjectReader::fetch_range(const std::string& url, int64_t offset, int64_t n
 }
 
 // One prefetched range: its buffer, filled by the FetchLoop. Its bytes stay reserved in the
-// client's budget until the last owner (the file, a reader copying it, the transfer) lets go.
+// client's budget until the read that takes it has copied it, else until the last owner (the
+// file, the transfer) lets go; then, if it had arrived, they were wasted.
 struct RemoteFile::Prefetch {
   enum State { kRunning, kReady, kFailed };
   Prefetch(PrefetchCounters& c, int64_t at, int64_t len)
       : counters(c), offset(at), n(len), data(new char[size_t(len)]) {}
   ~Prefetch() {
-    if (state == kReady && !used) counters.wasted_bytes.fetch_add(n, std::memory_order_relaxed);
+    if (used) return;  // released by the read
+    if (state == kReady) counters.wasted_bytes.fetch_add(n, std::memory_order_relaxed);
     counters.release(n);
   }
   PrefetchCounters& counters;
@@ -113,8 +115,11 @@ Result<int64_t> RemoteFile::read(int64_t offset, int64_t n, void* dst) const {
     p->cv.wait(lock, [&] { return p->state != Prefetch::kRunning; });
     if (p->state == Prefetch::kReady) {  // a failed one is dropped: this read asks again
       std::memcpy(dst, p->data.get() + (offset - p->offset), size_t(n));
-      p->used = true;
-      reader_->client.prefetch.hits.fetch_add(1, std::memory_order_relaxed);
+      if (!p->used && offset + n == p->offset + p->n) {  // the read that took it: its budget is free
+        p->used = true;
+        p->counters.release(p->n);
+      }
+      p->counters.hits.fetch_add(1, std::memory_order_relaxed);
       return n;
     }
   }
