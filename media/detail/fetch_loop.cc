@@ -55,6 +55,8 @@ void FetchLoop::start(std::unique_ptr<Transfer> t) {
   }
   idle_.pop_back();
   t->attempt = HttpClient::new_attempt();
+  // The transfers it will share the bandwidth with: those running and those about to start.
+  t->tries.sharing = int(std::min<size_t>(size_t(max_in_flight_), size_t(running_ + 1) + waiting_.size()));
   client_.start_attempt(t->handle, t->tries, t->attempt.get());
   curl_easy_setopt(t->handle, CURLOPT_PRIVATE, t.get());
   curl_multi_add_handle(multi, t->handle);

@@ -184,7 +184,8 @@ void HttpClient::start_attempt(void* handle, Tries& t, Attempt* a) {
   int64_t timeout_ms = std::min(options_.request_timeout_ms, std::max<int64_t>(left_ms, 1));
   t.adaptive = false;
   if (options_.adaptive_timeout) {
-    const int64_t d = adaptive_deadline_ms(q.head ? 0 : q.begin >= 0 ? q.length : -1, t.attempt);
+    // A body shares the bandwidth with the transfers running beside it.
+    const int64_t d = adaptive_deadline_ms(q.head ? 0 : q.begin >= 0 ? q.length * t.sharing : -1, t.attempt);
     if (d > 0 && d < timeout_ms) timeout_ms = d, t.adaptive = true;
   }
   CURL* h = static_cast<CURL*>(handle);
@@ -278,7 +279,7 @@ std::optional<Result<HttpResponse>> HttpClient::judge(Tries& t, Attempt& a) {
   if (!retry) {
     if (st / 100 == 2) {
       bytes_.fetch_add(a.received, std::memory_order_relaxed);
-      observe(a.first_byte_us, a.total_us, a.received);
+      observe(a.first_byte_us, a.total_us, a.received * t.sharing);
     } else {
       failures_.fetch_add(1, std::memory_order_relaxed);
     }

@@ -101,6 +101,7 @@ class HttpClient {
     int attempt = 0;                    // the current attempt, from 1
     bool adaptive = false;              // its timeout is the adaptive deadline
     bool transport = false;             // it failed in transport (a drop, a cut body, a stall)
+    int sharing = 1;                    // transfers running at once (the FetchLoop's), this one included
     std::string last_problem;
     HttpResponse last;
   };
@@ -123,7 +124,8 @@ class HttpClient {
   // byte's RFC 6298 timeout plus `length` bytes at a quarter of the observed rate, at least
   // stall_timeout_min_ms, times 2^(attempt-1); -1 when there is no estimate yet.
   int64_t adaptive_deadline_ms(int64_t length, int attempt);
-  // Feeds one complete 2xx attempt into the estimate (times in microseconds).
+  // Feeds one complete 2xx attempt into the estimate (times in microseconds; body_bytes times
+  // the transfers that shared the bandwidth: the rate is the connection's, not one transfer's).
   void observe(int64_t first_byte_us, int64_t total_us, int64_t body_bytes);
 
   RemoteOptions options_;

@@ -161,7 +161,7 @@ def run_in_flight(a):
                       f"in flight at most {c.get('remote_in_flight_peak', 0)} (proxy's new highs: {peaks or '-'}), "
                       f"{c.get('remote_prefetches', 0)} prefetches, {c.get('remote_prefetch_hits', 0)} hits, "
                       f"{c.get('remote_prefetch_cut', 0)} cut, {c.get('remote_prefetch_wasted_bytes', 0)} bytes wasted, "
-                      f"{c.get('remote_retries', 0)} retries", flush=True)
+                      f"{c.get('remote_retries', 0)} retries, {c.get('remote_stalls', 0)} stalls cut short", flush=True)
             ratios.append(got["on"] / got["off"])
     finally:
         srv.stop()
