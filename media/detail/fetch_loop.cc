@@ -119,12 +119,16 @@ void FetchLoop::run() {
     int still = 0;
     curl_multi_perform(multi, &still);
     int left = 0;
+    bool ended = false;
     while (CURLMsg* m = curl_multi_info_read(multi, &left)) {
       if (m->msg != CURLMSG_DONE) continue;
       Transfer* t = nullptr;
       curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
       finished(t, m->data.result);  // may call curl_multi_remove_handle: m is not used after
+      ended = true;
     }
+    // A transfer ended: room for a waiting one, or a retry due at once; go round without waiting.
+    if (ended) continue;
     int timeout_ms = 1000;
     if (next_due != HttpClient::Clock::time_point::max()) {
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_due - HttpClient::Clock::now());

@@ -370,6 +370,7 @@ TEST_F(ObjectStoreTest, UnderFaultsEverySampleComesOnceAndRetriesAreCounted) {
     EXPECT_LE(counters["remote_requests"], s.requests);
     EXPECT_EQ(s.failures, 0);
     EXPECT_GT(s.prefetches, 0) << "the samples were prefetched (RemoteOptions::max_in_flight)";
+    EXPECT_GT(s.prefetch_hits, 0) << "reads were served from prefetches made under faults";
     std::printf("nginx behind the fault proxy: %lld requests, %lld retries, %lld prefetches, %lld hits\n",
                 (long long)s.requests, (long long)s.retries, (long long)s.prefetches, (long long)s.prefetch_hits);
     // The default options: the proxy's 3 s stalls are cut short by the adaptive deadline
