@@ -58,18 +58,26 @@ void RemoteFile::will_need(int64_t offset, int64_t n) const {
   std::shared_ptr<Prefetch> p;
   {
     std::lock_guard lock(mu_);
-    // Already asked for: nothing to do. Ready and unread for kStaleMs: given up on.
-    const auto now = std::chrono::steady_clock::now();
-    for (auto it = prefetches_.begin(); it != prefetches_.end();) {
-      Prefetch& e = *it->second;
-      if (e.offset <= offset && offset + n <= e.offset + e.n) return;
-      std::lock_guard elock(e.mu);
-      const bool stale = e.state != Prefetch::kRunning && now - e.ready_at > std::chrono::milliseconds(kStaleMs);
-      it = stale ? prefetches_.erase(it) : std::next(it);
+    if (auto it = prefetches_.upper_bound(offset); it != prefetches_.begin()) {  // already asked for?
+      const Prefetch& e = *std::prev(it)->second;
+      if (offset + n <= e.offset + e.n) return;
     }
     if (!counters.reserve(n, o.prefetch_bytes)) {
-      counters.cut.fetch_add(1, std::memory_order_relaxed);
-      return;
+      // Full: this file's prefetches ready and unread for kStaleMs are given up on first.
+      const auto now = std::chrono::steady_clock::now();
+      for (auto it = prefetches_.begin(); it != prefetches_.end();) {
+        bool stale;
+        {
+          Prefetch& e = *it->second;
+          std::lock_guard elock(e.mu);
+          stale = e.state != Prefetch::kRunning && now - e.ready_at > std::chrono::milliseconds(kStaleMs);
+        }
+        it = stale ? prefetches_.erase(it) : std::next(it);  // unlocked: this may destroy it
+      }
+      if (!counters.reserve(n, o.prefetch_bytes)) {
+        counters.cut.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
     }
     p = std::make_shared<Prefetch>(counters, offset, n);
     prefetches_[offset] = p;
