@@ -1,8 +1,9 @@
 // Private to the remote file systems (media/remote_file_system.h): one HTTP request with
-// retries over a pool of libcurl easy handles, and the RandomAccessFile both file systems
-// return. No libcurl type appears here either: the .cc keeps it.
+// retries, blocking over a pool of libcurl easy handles (perform) or in the background on the
+// FetchLoop (submit). The RandomAccessFile both file systems return is in remote_file.h. No
+// libcurl type appears here either: the .cc files keep it.
 //
-// Thread safety: HttpClient::perform and every RemoteFile method may be called concurrently.
+// Thread safety: perform, submit and stats may be called concurrently.
 #pragma once
 
 #include <atomic>
