@@ -209,8 +209,7 @@ class WebDatasetReader final : public SourceOperator {
     if (remote_[static_cast<size_t>(s.shard)] && coalesced(s)) {
       // A remote shard: the data and the label (adjacent members of one sample) in one range
       // read, one request instead of two.
-      const int64_t begin = std::min(s.data.offset, s.label.offset);
-      const int64_t end = std::max(s.data.offset + s.data.size, s.label.offset + s.label.size);
+      const auto [begin, end] = data_and_label(s);
       const std::unique_ptr<char[]> span(new char[static_cast<size_t>(end - begin)]);
       if (Status st = read_exactly(*file, begin, end - begin, span.get()); !st.is_ok())
         return Status(st.code(), "bytes " + std::to_string(begin) + "-" + std::to_string(end - 1) + ": " + st.message());
@@ -241,8 +240,8 @@ class WebDatasetReader final : public SourceOperator {
       const std::shared_ptr<const RandomAccessFile> file = open_.peek(s.shard);
       if (!file) continue;
       if (coalesced(s)) {
-        const int64_t begin = std::min(s.data.offset, s.label.offset);
-        file->will_need(begin, std::max(s.data.offset + s.data.size, s.label.offset + s.label.size) - begin);
+        const auto [begin, end] = data_and_label(s);
+        file->will_need(begin, end - begin);
       } else {
         file->will_need(s.data.offset, s.data.size);
       }
@@ -265,9 +264,13 @@ class WebDatasetReader final : public SourceOperator {
   // Whether run() reads a remote sample's data and label with one range read: a short label
   // at most kCoalesceGap bytes away.
   static bool coalesced(const ShardSample& s) {
-    const int64_t begin = std::min(s.data.offset, s.label.offset);
-    const int64_t end = std::max(s.data.offset + s.data.size, s.label.offset + s.label.size);
+    const auto [begin, end] = data_and_label(s);
     return s.label.size >= 0 && s.label.size <= 64 && end - begin - s.data.size <= kCoalesceGap;
+  }
+  // The bytes from the first of a sample's data and label to the end of the other.
+  static std::pair<int64_t, int64_t> data_and_label(const ShardSample& s) {
+    return {std::min(s.data.offset, s.label.offset),
+            std::max(s.data.offset + s.data.size, s.label.offset + s.label.size)};
   }
 
   // The label: the field's text as a decimal integer (webdataset decodes "cls" so), surrounding
