@@ -86,8 +86,9 @@ struct RemoteOptions {
   /// many at a time, each on its own keep-alive connection. 0: no prefetching (every request
   /// is made by the thread that reads, as before).
   int max_in_flight = 32;                  ///< 32 transfers at a time
-  int64_t prefetch_bytes = 64 << 20;       ///< prefetched but unread bytes at most: 64 MiB; a
-                                           ///< hint beyond it is cut (remote_prefetch_cut)
+  int64_t prefetch_bytes = 64 << 20;       ///< prefetched but unread bytes at most, per file
+                                           ///< system (HTTP, S3): 64 MiB; a hint beyond it is
+                                           ///< cut (remote_prefetch_cut)
 
   /// RemoteOptions from the environment: HDL_CA_BUNDLE (else CURL_CA_BUNDLE),
   /// HDL_HTTP_TIMEOUT_MS (request), HDL_HTTP_TOTAL_TIMEOUT_MS, HDL_HTTP_MAX_ATTEMPTS,
