@@ -31,6 +31,16 @@ class CachedFile final : public RandomAccessFile {
 
   int64_t size() const override { return size_; }
   int64_t modified_ns() const override { return remote_->modified_ns(); }
+  // Only an object that streams (never cached) is worth prefetching: the rest are read whole
+  // into the cache, or already are.
+  void will_need(int64_t offset, int64_t n) const override {
+    bool streaming;
+    {
+      std::lock_guard lock(mu_);
+      streaming = streaming_;
+    }
+    if (streaming && fd_.load(std::memory_order_acquire) < 0) remote_->will_need(offset, n);
+  }
 
   Result<int64_t> read(int64_t offset, int64_t n, void* dst) const override {
     if (offset < 0 || n < 0) return Status::invalid_argument("negative offset or length");

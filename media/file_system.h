@@ -46,6 +46,11 @@ class RandomAccessFile {
   /// the number of bytes read, which may be fewer than n (a short read is legal; callers loop)
   /// and is 0 only at or past the end of the file. An error is a Status (kIoError, ...).
   virtual Result<int64_t> read(int64_t offset, int64_t n, void* dst) const = 0;
+  /// A hint: bytes [offset, offset + n) will be read soon. A remote file starts fetching them
+  /// in the background (media/remote_file_system.h, RemoteOptions::max_in_flight), and a later
+  /// read() inside the range is served from that; a local one does nothing (the default).
+  /// Never an error, never required: a hint that cannot be followed is dropped.
+  virtual void will_need(int64_t /*offset*/, int64_t /*n*/) const {}
 };
 
 class FileSystem {

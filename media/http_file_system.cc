@@ -1,11 +1,12 @@
 // http_file_system(), url_file_system() and RemoteOptions::from_environment()
 // (media/remote_file_system.h); the transport is media/detail/http_client.cc.
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 
 #include "media/cache_file_system.h"
-#include "media/detail/http_client.h"
+#include "media/detail/remote_file.h"
 #include "media/remote_file_system.h"
 
 namespace hdl {
@@ -30,19 +31,16 @@ int64_t env_positive(const char* name, int64_t fallback) {
 
 class HttpReader final : public detail::ObjectReader {
  public:
-  explicit HttpReader(const RemoteOptions& o) : client(o) {}
-  Status read_range(const std::string& url, int64_t offset, int64_t n, void* dst) override {
+  explicit HttpReader(const RemoteOptions& o) : ObjectReader(o) {}
+  Result<detail::HttpRequest> range_request(const std::string& url, int64_t offset, int64_t n, void* dst) const override {
     detail::HttpRequest q;
     q.url = url, q.begin = offset, q.length = n, q.dst = dst;
-    HDL_ASSIGN_OR_RETURN(detail::HttpResponse r, client.perform(q));
-    if (r.status / 100 != 2) return status_for(q, r);
-    return Status::ok();
+    return q;
   }
-  static Status status_for(const detail::HttpRequest& q, const detail::HttpResponse& r) {
+  Status status_for(const detail::HttpRequest& q, const detail::HttpResponse& r) const override {
     const std::string m = detail::HttpClient::describe(q, r, "");
     return r.status == 404 || r.status == 410 ? Status::not_found(m) : Status::io_error(m);
   }
-  detail::HttpClient client;
 };
 
 class HttpFileSystem final : public RemoteFileSystem {
@@ -55,11 +53,11 @@ class HttpFileSystem final : public RemoteFileSystem {
     detail::HttpRequest q;
     q.url = path, q.head = true;
     HDL_ASSIGN_OR_RETURN(detail::HttpResponse r, reader_->client.perform(q));
-    if (r.status / 100 != 2) return HttpReader::status_for(q, r);
+    if (r.status / 100 != 2) return reader_->status_for(q, r);
     if (r.content_length < 0)
       return Status::unsupported(detail::HttpClient::describe(q, r, "") + ": no Content-Length (a size is needed)");
-    return std::unique_ptr<RandomAccessFile>(std::make_unique<detail::RemoteFile>(
-        reader_, path, r.content_length, detail::object_stamp(r), reader_->client.options().small_read_block));
+    return std::unique_ptr<RandomAccessFile>(
+        std::make_unique<detail::RemoteFile>(reader_, path, r.content_length, detail::object_stamp(r)));
   }
   RemoteStats stats() const override { return reader_->client.stats(); }
   Result<std::vector<RemoteObject>> list(const std::string& prefix) override {
@@ -73,7 +71,9 @@ class HttpFileSystem final : public RemoteFileSystem {
 RemoteStats operator+(RemoteStats a, const RemoteStats& b) {
   a.requests += b.requests, a.retries += b.retries, a.failures += b.failures, a.bytes += b.bytes;
   a.first_byte_ns += b.first_byte_ns, a.transfer_ns += b.transfer_ns, a.connections += b.connections;
-  a.stalls += b.stalls;
+  a.stalls += b.stalls, a.in_flight_peak = std::max(a.in_flight_peak, b.in_flight_peak);
+  a.prefetches += b.prefetches, a.prefetch_hits += b.prefetch_hits;
+  a.prefetch_wasted_bytes += b.prefetch_wasted_bytes, a.prefetch_cut += b.prefetch_cut;
   return a;
 }
 
@@ -129,6 +129,9 @@ RemoteOptions RemoteOptions::from_environment() {
   o.total_timeout_ms = env_positive("HDL_HTTP_TOTAL_TIMEOUT_MS", o.total_timeout_ms);
   o.max_attempts = int(env_positive("HDL_HTTP_MAX_ATTEMPTS", o.max_attempts));
   o.stall_timeout_min_ms = env_positive("HDL_HTTP_STALL_MIN_MS", o.stall_timeout_min_ms);
+  o.prefetch_bytes = env_positive("HDL_HTTP_PREFETCH_BYTES", o.prefetch_bytes);
+  if (const char* m = std::getenv("HDL_HTTP_MAX_IN_FLIGHT"); m && std::string(m) == "0") o.max_in_flight = 0;
+  else o.max_in_flight = int(env_positive("HDL_HTTP_MAX_IN_FLIGHT", o.max_in_flight));
   if (const char* a = std::getenv("HDL_HTTP_ADAPTIVE_TIMEOUT"); a && *a) {
     if (std::string(a) != "0" && std::string(a) != "1")
       throw std::invalid_argument(std::string("HDL_HTTP_ADAPTIVE_TIMEOUT=\"") + a + "\" is not 0 or 1");
@@ -140,11 +143,19 @@ RemoteOptions RemoteOptions::from_environment() {
 std::vector<std::pair<std::string, int64_t>> RemoteFileSystem::counters() const {
   const RemoteStats s = stats();
   if (s.requests == 0) return {};  // nothing sent (a local dataset read through the URL dispatcher)
-  return {{"remote_requests", s.requests},     {"remote_retries", s.retries},
-          {"remote_failures", s.failures},     {"remote_bytes", s.bytes},
-          {"remote_connections", s.connections},   {"remote_stalls", s.stalls},
-          {"remote_first_byte_us", s.requests > 0 ? s.first_byte_ns / 1000 / s.requests : 0},
-          {"remote_bytes_per_s", s.transfer_ns > 0 ? int64_t(double(s.bytes) * 1e9 / double(s.transfer_ns)) : 0}};
+  std::vector<std::pair<std::string, int64_t>> c = {
+      {"remote_requests", s.requests},         {"remote_retries", s.retries},
+      {"remote_failures", s.failures},         {"remote_bytes", s.bytes},
+      {"remote_connections", s.connections},   {"remote_stalls", s.stalls},
+      {"remote_first_byte_us", s.requests > 0 ? s.first_byte_ns / 1000 / s.requests : 0},
+      {"remote_bytes_per_s", s.transfer_ns > 0 ? int64_t(double(s.bytes) * 1e9 / double(s.transfer_ns)) : 0}};
+  if (s.prefetches > 0 || s.prefetch_cut > 0)
+    c.insert(c.end(), {{"remote_in_flight_peak", s.in_flight_peak},
+                       {"remote_prefetches", s.prefetches},
+                       {"remote_prefetch_hits", s.prefetch_hits},
+                       {"remote_prefetch_wasted_bytes", s.prefetch_wasted_bytes},
+                       {"remote_prefetch_cut", s.prefetch_cut}});
+  return c;
 }
 
 std::shared_ptr<RemoteFileSystem> http_file_system(const RemoteOptions& options) {

@@ -14,8 +14,16 @@
 // Transport (media/detail/http_client.h): libcurl, which no public header includes. Connection
 // pool: a stack of curl easy handles under a mutex; a request takes one (or makes one), and
 // gives it back, its keep-alive connection open, when done; at most
-// RemoteOptions::max_idle_connections are kept. So requests in flight = threads reading (the
-// pipeline's num_threads), each on a warm connection. TLS peers are always verified
+// RemoteOptions::max_idle_connections are kept. A thread that reads makes its request itself,
+// on a warm connection. Beyond the reading threads, requests in flight (issue 24): a range
+// hinted with RandomAccessFile::will_need is fetched in the background by the file system's
+// one I/O thread (media/detail/fetch_loop.h: libcurl's multi interface driven by
+// curl_multi_poll, an event loop, not a compute pool), at most RemoteOptions::max_in_flight
+// at a time (HDL_HTTP_MAX_IN_FLIGHT, default 32; 0: off), with at most prefetch_bytes
+// (HDL_HTTP_PREFETCH_BYTES, 64 MiB) fetched and not yet read; a read() inside such a range
+// waits for it instead of asking again (media/detail/remote_file.h). Background requests
+// have the same retries, deadlines and counters as the others; a failed one is dropped and the
+// read makes its own request, so errors are reported by read() as always. TLS peers are always verified
 // (RemoteOptions::ca_bundle names another CA file; there is no switch to turn verification
 // off).
 //
@@ -71,12 +79,23 @@ struct RemoteOptions {
   int64_t small_read_block = 16384;        ///< reads <= 1 KiB (tar headers, labels) fetch and
                                            ///< keep a block this large (16 KiB); 0: off
   uint64_t jitter_seed = 0;                ///< 0: random; else a fixed seed (tests)
+  /// Requests in flight beyond the reading threads: ranges hinted with
+  /// RandomAccessFile::will_need (the indexed webdataset_reader hints the samples of the
+  /// batches the pipeline has scheduled) are fetched in the background by one I/O thread per
+  /// file system (libcurl's multi interface; an event loop, not a compute pool), at most this
+  /// many at a time, each on its own keep-alive connection. 0: no prefetching (every request
+  /// is made by the thread that reads, as before).
+  int max_in_flight = 32;                  ///< 32 transfers at a time
+  int64_t prefetch_bytes = 64 << 20;       ///< prefetched but unread bytes at most, per file
+                                           ///< system (HTTP, S3): 64 MiB; a hint beyond it is
+                                           ///< cut (remote_prefetch_cut)
 
   /// RemoteOptions from the environment: HDL_CA_BUNDLE (else CURL_CA_BUNDLE),
   /// HDL_HTTP_TIMEOUT_MS (request), HDL_HTTP_TOTAL_TIMEOUT_MS, HDL_HTTP_MAX_ATTEMPTS,
-  /// HDL_HTTP_STALL_MIN_MS (stall_timeout_min_ms), HDL_HTTP_ADAPTIVE_TIMEOUT (0 or 1); the rest
-  /// default. A value that is not a positive integer (0/1 for the switch) is a
-  /// std::invalid_argument naming it.
+  /// HDL_HTTP_STALL_MIN_MS (stall_timeout_min_ms), HDL_HTTP_ADAPTIVE_TIMEOUT (0 or 1),
+  /// HDL_HTTP_MAX_IN_FLIGHT (max_in_flight, 0 allowed: off), HDL_HTTP_PREFETCH_BYTES; the rest
+  /// default. A value that is not a positive integer (0/1 for the switch, a non-negative one
+  /// for max_in_flight) is a std::invalid_argument naming it.
   static RemoteOptions from_environment();
 };
 
@@ -90,6 +109,11 @@ struct RemoteStats {
   int64_t transfer_ns = 0;       ///< sum over attempts of the whole attempt's time
   int64_t connections = 0;       ///< new connections opened (keep-alive reuses are not counted)
   int64_t stalls = 0;            ///< attempts ended by their adaptive deadline (then retried)
+  int64_t in_flight_peak = 0;    ///< most background transfers running at once (max_in_flight)
+  int64_t prefetches = 0;        ///< hinted ranges fetched in the background
+  int64_t prefetch_hits = 0;     ///< reads served from a prefetched range
+  int64_t prefetch_wasted_bytes = 0;  ///< prefetched bytes dropped unread
+  int64_t prefetch_cut = 0;      ///< hints not followed: the prefetch_bytes budget was full
 };
 
 /// One object of a listing.
@@ -105,8 +129,10 @@ class RemoteFileSystem : public FileSystem {
   /// stats() for the pipeline's stats: remote_requests, remote_retries, remote_failures,
   /// remote_bytes, remote_connections, remote_stalls, remote_first_byte_us (mean over
   /// requests), remote_bytes_per_s (bytes received over the summed time of the attempts: the
-  /// rate one connection sees; requests in parallel add up to more); none before the first
-  /// request (a local dataset's report has no remote lines).
+  /// rate one connection sees; requests in parallel add up to more), and once a range was
+  /// prefetched remote_in_flight_peak, remote_prefetches, remote_prefetch_hits,
+  /// remote_prefetch_wasted_bytes, remote_prefetch_cut; none before the first request (a local
+  /// dataset's report has no remote lines).
   std::vector<std::pair<std::string, int64_t>> counters() const override;
   /// Every object whose URL starts with `prefix` (the S3 file system: ListObjectsV2, paginated,
   /// in key order). Errors: as reads; kUnsupported where the protocol cannot list (HTTP).

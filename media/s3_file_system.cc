@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "media/detail/http_client.h"
+#include "media/detail/remote_file.h"
 #include "media/remote_file_system.h"
 
 namespace hdl {
@@ -93,7 +93,7 @@ Result<S3Location> parse_s3_url(const std::string& url) {
 
 class S3Reader final : public detail::ObjectReader {
  public:
-  S3Reader(S3Config c, const RemoteOptions& o) : config(std::move(c)), client(o) {
+  S3Reader(S3Config c, const RemoteOptions& o) : ObjectReader(o), config(std::move(c)) {
     while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
   }
 
@@ -118,7 +118,7 @@ class S3Reader final : public detail::ObjectReader {
 
   // An error status as a Status: the S3 code and message from the XML body, where the
   // credentials came from for authentication errors.
-  Status status_for(const detail::HttpRequest& q, const detail::HttpResponse& r) const {
+  Status status_for(const detail::HttpRequest& q, const detail::HttpResponse& r) const override {
     const std::string code = xml_text(r.body, "Code"), message = xml_text(r.body, "Message");
     std::string detail = code.empty() ? "" : ", S3 error " + code + (message.empty() ? "" : ": " + message);
     const bool auth = r.status == 401 || r.status == 403 || code == "InvalidAccessKeyId" ||
@@ -130,16 +130,14 @@ class S3Reader final : public detail::ObjectReader {
     return Status::io_error(m);
   }
 
-  Status read_range(const std::string& url, int64_t offset, int64_t n, void* dst) override {
+  Result<detail::HttpRequest> range_request(const std::string& url, int64_t offset, int64_t n, void* dst) const override {
     HDL_ASSIGN_OR_RETURN(S3Location loc, parse_s3_url(url));
     detail::HttpRequest q = request(loc, url);
     q.begin = offset, q.length = n, q.dst = dst;
-    HDL_ASSIGN_OR_RETURN(detail::HttpResponse r, client.perform(q));
-    return r.status / 100 == 2 ? Status::ok() : status_for(q, r);
+    return q;
   }
 
   S3Config config;
-  detail::HttpClient client;
 };
 
 class S3FileSystem final : public RemoteFileSystem {
@@ -163,8 +161,8 @@ class S3FileSystem final : public RemoteFileSystem {
       return reader_->status_for(q, r);
     }
     if (r.content_length < 0) return Status::io_error(detail::HttpClient::describe(q, r, ": no Content-Length"));
-    return std::unique_ptr<RandomAccessFile>(std::make_unique<detail::RemoteFile>(
-        reader_, path, r.content_length, detail::object_stamp(r), reader_->client.options().small_read_block));
+    return std::unique_ptr<RandomAccessFile>(
+        std::make_unique<detail::RemoteFile>(reader_, path, r.content_length, detail::object_stamp(r)));
   }
 
   RemoteStats stats() const override { return reader_->client.stats(); }

@@ -205,6 +205,12 @@ class SourceOperator : public Operator {
   /// decoder can go on from one to the next). num_samples() must be a multiple of it. Known
   /// once prepare() has returned. Default 1: no grouping.
   virtual int64_t sample_group() const { return 1; }
+  /// Called by the executor (on the consumer's thread) when it schedules a batch, up to
+  /// prefetch_depth batches before it is taken, with the dataset indices of its samples in
+  /// slot order: a reader whose samples live in remote files hints their byte ranges
+  /// (RandomAccessFile::will_need) so that their requests are in flight before the worker
+  /// threads get to them. Must be quick and never block on I/O. Default: nothing.
+  virtual void will_read(std::span<const int64_t> /*dataset_indices*/) const {}
 };
 
 }  // namespace hdl

@@ -1,5 +1,7 @@
 #include "media/detail/http_client.h"
 
+#include "media/detail/fetch_loop.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -69,6 +71,14 @@ struct HttpClient::Attempt {
   int64_t first_byte_us = 0, total_us = 0;
   const HttpRequest* request = nullptr;
   CURL* handle = nullptr;
+  // What libcurl points at during the transfer.
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  std::string range;
+  curl_slist* headers = nullptr;  // freed by end_attempt(), or here for an abandoned one
+  Attempt() = default;
+  Attempt(const Attempt&) = delete;
+  Attempt& operator=(const Attempt&) = delete;
+  ~Attempt() { curl_slist_free_all(headers); }
 };
 
 namespace {
@@ -100,8 +110,25 @@ size_t on_header(char* s, size_t size, size_t count, void* user) {
 HttpClient::HttpClient(RemoteOptions options) : options_(std::move(options)) { global_init(); }
 
 HttpClient::~HttpClient() {
+  loop_.reset();  // its callbacks may still count prefetches
   for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
 }
+
+void HttpClient::submit(HttpRequest request, std::function<void(Result<HttpResponse>)> done) {
+  std::call_once(loop_once_, [&] { loop_ = std::make_unique<FetchLoop>(*this, options_.max_in_flight); });
+  loop_->submit(std::move(request), std::move(done));
+}
+
+bool PrefetchCounters::reserve(int64_t n, int64_t limit) {
+  int64_t have = reserved.load(std::memory_order_relaxed);
+  do {
+    if (have + n > limit) return false;
+  } while (!reserved.compare_exchange_weak(have, have + n, std::memory_order_relaxed));
+  return true;
+}
+
+HttpClient::Tries::Tries(const HttpRequest& q, const RemoteOptions& o)
+    : request(&q), start(Clock::now()), deadline(start + std::chrono::milliseconds(o.total_timeout_ms)) {}
 
 void* HttpClient::take_handle() {
   {
@@ -145,16 +172,29 @@ static size_t on_body(char* s, size_t size, size_t count, void* user) {
   return n;
 }
 
-HttpClient::Attempt HttpClient::attempt_once(void* handle, const HttpRequest& q, int64_t timeout_ms) {
+void HttpClient::AttemptDeleter::operator()(Attempt* a) const { delete a; }
+HttpClient::AttemptPtr HttpClient::new_attempt() { return AttemptPtr(new Attempt); }
+
+void HttpClient::start_attempt(void* handle, Tries& t, Attempt* a) {
+  const HttpRequest& q = *t.request;
+  ++t.attempt;
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  if (t.attempt > 1) retries_.fetch_add(1, std::memory_order_relaxed);
+  const int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.deadline - Clock::now()).count();
+  int64_t timeout_ms = std::min(options_.request_timeout_ms, std::max<int64_t>(left_ms, 1));
+  t.adaptive = false;
+  if (options_.adaptive_timeout) {
+    // A body shares the bandwidth with the transfers running beside it.
+    const int64_t d = adaptive_deadline_ms(q.head ? 0 : q.begin >= 0 ? q.length * t.sharing : -1, t.attempt);
+    if (d > 0 && d < timeout_ms) timeout_ms = d, t.adaptive = true;
+  }
   CURL* h = static_cast<CURL*>(handle);
-  Attempt a;
-  a.request = &q;
-  a.handle = h;
-  char errbuf[CURL_ERROR_SIZE] = {0};
+  a->request = &q;
+  a->handle = h;
   curl_easy_reset(h);  // keeps the connection, the DNS cache and the TLS session
   curl_easy_setopt(h, CURLOPT_URL, q.url.c_str());
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, a->errbuf);
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -173,115 +213,121 @@ HttpClient::Attempt HttpClient::attempt_once(void* handle, const HttpRequest& q,
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, long(options_.low_speed_bytes_per_s));
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, long(options_.low_speed_time_s));
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
   if (q.head) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-  std::string range;
   if (q.begin >= 0) {
-    range = std::to_string(q.begin) + "-" + std::to_string(q.begin + q.length - 1);
-    curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
+    a->range = std::to_string(q.begin) + "-" + std::to_string(q.begin + q.length - 1);
+    curl_easy_setopt(h, CURLOPT_RANGE, a->range.c_str());
   }
-  curl_slist* headers = nullptr;
-  for (const std::string& s : q.headers) headers = curl_slist_append(headers, s.c_str());
-  if (headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  for (const std::string& s : q.headers) a->headers = curl_slist_append(a->headers, s.c_str());
+  if (a->headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, a->headers);
   if (!q.aws_sigv4.empty()) {
     curl_easy_setopt(h, CURLOPT_AWS_SIGV4, q.aws_sigv4.c_str());
     curl_easy_setopt(h, CURLOPT_USERPWD, q.userpwd.c_str());
   }
-  a.code = curl_easy_perform(h);
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a.response.status);
+}
+
+void HttpClient::end_attempt(int code, Attempt* a) {
+  CURL* h = a->handle;
+  a->code = CURLcode(code);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->response.status);
   curl_off_t ttfb = 0, total = 0;
   long connects = 0;
   curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &ttfb);
   curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &total);
   curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
-  a.first_byte_us = int64_t(ttfb), a.total_us = int64_t(total);
+  a->first_byte_us = int64_t(ttfb), a->total_us = int64_t(total);
   first_byte_ns_.fetch_add(int64_t(ttfb) * 1000, std::memory_order_relaxed);
   transfer_ns_.fetch_add(int64_t(total) * 1000, std::memory_order_relaxed);
   connections_.fetch_add(connects, std::memory_order_relaxed);
-  curl_slist_free_all(headers);
-  if (a.code != CURLE_OK) a.curl_error = errbuf[0] ? errbuf : curl_easy_strerror(a.code);
-  return a;
+  curl_slist_free_all(a->headers);
+  a->headers = nullptr;
+  if (a->code != CURLE_OK) a->curl_error = a->errbuf[0] ? a->errbuf : curl_easy_strerror(a->code);
+}
+
+std::optional<Result<HttpResponse>> HttpClient::judge(Tries& t, Attempt& a) {
+  const HttpRequest& q = *t.request;
+  if (t.adaptive && a.code == CURLE_OPERATION_TIMEDOUT) stalls_.fetch_add(1, std::memory_order_relaxed);
+  t.transport = false;  // a drop, a cut body or a stall: the server did not ask for less
+  a.response.attempts = t.attempt;
+  bool retry = false;
+  const long st = a.response.status;
+  if (a.overflow) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    return Status::io_error(describe(q, a.response, "") + ": the server sent more than the " +
+                            std::to_string(q.length) + " bytes asked for (does it ignore Range?)");
+  } else if (a.code != CURLE_OK) {
+    t.last_problem = a.curl_error;
+    if (!transient(a.code)) {
+      failures_.fetch_add(1, std::memory_order_relaxed);
+      return Status::io_error(describe(q, a.response, "") + ": " + t.last_problem);
+    }
+    retry = t.transport = true;
+  } else if (st >= 500 || st == 429) {
+    retry = true;
+    t.last_problem.clear();
+  } else if (st / 100 == 2 && !q.head && q.begin >= 0 && (st != 206 || a.received != q.length)) {
+    if (st != 206 && !(st == 200 && q.begin == 0 && a.received == q.length)) {
+      failures_.fetch_add(1, std::memory_order_relaxed);
+      return Status::io_error(describe(q, a.response, "") + ": the server ignored the Range header");
+    }
+    if (a.received != q.length) {
+      retry = t.transport = true;  // a short body is never data
+      t.last_problem = "short body: " + std::to_string(a.received) + " of " + std::to_string(q.length) + " bytes";
+    }
+  }
+  if (!retry) {
+    if (st / 100 == 2) {
+      bytes_.fetch_add(a.received, std::memory_order_relaxed);
+      observe(a.first_byte_us, a.total_us, a.received * t.sharing);
+    } else {
+      failures_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return Result<HttpResponse>(std::move(a.response));
+  }
+  t.last = std::move(a.response);
+  return std::nullopt;
+}
+
+std::optional<HttpClient::Clock::duration> HttpClient::retry_after(const Tries& t) const {
+  // Full jitter: sleep uniform(0, min(max, initial * 2^(attempt-1))).
+  const double cap = double(std::min<int64_t>(options_.backoff_max_ms,
+                                              options_.backoff_initial_ms << std::min(t.attempt - 1, 20)));
+  // The first retry after a transport failure goes at once (on a new connection).
+  const auto sleep = std::chrono::microseconds(
+      t.transport && t.attempt == 1 ? 0 : int64_t(cap * 1000 * uniform01(options_.jitter_seed)));
+  if (t.attempt >= options_.max_attempts || Clock::now() + sleep >= t.deadline) return std::nullopt;
+  return sleep;
+}
+
+Result<HttpResponse> HttpClient::give_up(Tries& t) {
+  failures_.fetch_add(1, std::memory_order_relaxed);
+  const double secs = std::chrono::duration<double>(Clock::now() - t.start).count();
+  std::string why = t.last_problem.empty() ? "" : ": " + t.last_problem;
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f", secs);
+  if (t.last_problem.empty() && t.last.status >= 500) return std::move(t.last);  // the caller formats it (S3 code)
+  return Status::io_error(describe(*t.request, t.last, "") + why + " (gave up after " +
+                          std::to_string(t.last.attempts) + " attempts in " + took + " s)");
 }
 
 Result<HttpResponse> HttpClient::perform(const HttpRequest& q) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const auto deadline = start + std::chrono::milliseconds(options_.total_timeout_ms);
-  std::string last_problem;
-  HttpResponse last;
-  for (int attempt = 1;; ++attempt) {
-    const int64_t left_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    requests_.fetch_add(1, std::memory_order_relaxed);
-    if (attempt > 1) retries_.fetch_add(1, std::memory_order_relaxed);
+  Tries t(q, options_);
+  for (;;) {
     void* h = take_handle();
     if (!h) return Status::internal("curl_easy_init failed");
-    int64_t timeout_ms = std::min(options_.request_timeout_ms, std::max<int64_t>(left_ms, 1));
-    bool adaptive = false;
-    if (options_.adaptive_timeout) {
-      const int64_t d = adaptive_deadline_ms(q.head ? 0 : q.begin >= 0 ? q.length : -1, attempt);
-      if (d > 0 && d < timeout_ms) timeout_ms = d, adaptive = true;
-    }
-    Attempt a = attempt_once(h, q, timeout_ms);
+    Attempt a;
+    start_attempt(h, t, &a);
+    end_attempt(curl_easy_perform(static_cast<CURL*>(h)), &a);
     give_back(h);
-    if (adaptive && a.code == CURLE_OPERATION_TIMEDOUT) stalls_.fetch_add(1, std::memory_order_relaxed);
-    bool transport = false;  // a drop, a cut body or a stall: the server did not ask for less
-    a.response.attempts = attempt;
-    bool retry = false;
-    const long st = a.response.status;
-    if (a.overflow) {
-      failures_.fetch_add(1, std::memory_order_relaxed);
-      return Status::io_error(describe(q, a.response, "") + ": the server sent more than the " +
-                              std::to_string(q.length) + " bytes asked for (does it ignore Range?)");
-    } else if (a.code != CURLE_OK) {
-      last_problem = a.curl_error;
-      if (!transient(a.code)) {
-        failures_.fetch_add(1, std::memory_order_relaxed);
-        return Status::io_error(describe(q, a.response, "") + ": " + last_problem);
-      }
-      retry = transport = true;
-    } else if (st >= 500 || st == 429) {
-      retry = true;
-      last_problem.clear();
-    } else if (st / 100 == 2 && !q.head && q.begin >= 0 && (st != 206 || a.received != q.length)) {
-      if (st != 206 && !(st == 200 && q.begin == 0 && a.received == q.length)) {
-        failures_.fetch_add(1, std::memory_order_relaxed);
-        return Status::io_error(describe(q, a.response, "") + ": the server ignored the Range header");
-      }
-      if (a.received != q.length) {
-        retry = transport = true;  // a short body is never data
-        last_problem = "short body: " + std::to_string(a.received) + " of " + std::to_string(q.length) + " bytes";
-      }
-    }
-    if (!retry) {
-      if (st / 100 == 2) {
-        bytes_.fetch_add(a.received, std::memory_order_relaxed);
-        observe(a.first_byte_us, a.total_us, a.received);
-      } else {
-        failures_.fetch_add(1, std::memory_order_relaxed);
-      }
-      return std::move(a.response);
-    }
-    last = std::move(a.response);
-    // Full jitter: sleep uniform(0, min(max, initial * 2^(attempt-1))).
-    const double cap = double(std::min<int64_t>(options_.backoff_max_ms,
-                                                options_.backoff_initial_ms << std::min(attempt - 1, 20)));
-    // The first retry after a transport failure goes at once (on a new connection).
-    const auto sleep = std::chrono::microseconds(
-        transport && attempt == 1 ? 0 : int64_t(cap * 1000 * uniform01(options_.jitter_seed)));
-    if (attempt >= options_.max_attempts || Clock::now() + sleep >= deadline) break;
-    std::this_thread::sleep_for(sleep);
+    if (std::optional<Result<HttpResponse>> done = judge(t, a)) return std::move(*done);
+    const std::optional<Clock::duration> sleep = retry_after(t);
+    if (!sleep) break;
+    std::this_thread::sleep_for(*sleep);
   }
-  failures_.fetch_add(1, std::memory_order_relaxed);
-  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  std::string why = last_problem.empty() ? "" : ": " + last_problem;
-  char took[32];
-  std::snprintf(took, sizeof took, "%.1f", secs);
-  if (last_problem.empty() && last.status >= 500) return last;  // the caller formats it (S3 code)
-  return Status::io_error(describe(q, last, "") + why + " (gave up after " + std::to_string(last.attempts) +
-                          " attempts in " + took + " s)");
+  return give_up(t);
 }
 
 int64_t HttpClient::adaptive_deadline_ms(int64_t length, int attempt) {
@@ -326,6 +372,11 @@ RemoteStats HttpClient::stats() const {
   s.transfer_ns = transfer_ns_.load(std::memory_order_relaxed);
   s.connections = connections_.load(std::memory_order_relaxed);
   s.stalls = stalls_.load(std::memory_order_relaxed);
+  s.in_flight_peak = prefetch.in_flight_peak.load(std::memory_order_relaxed);
+  s.prefetches = prefetch.started.load(std::memory_order_relaxed);
+  s.prefetch_hits = prefetch.hits.load(std::memory_order_relaxed);
+  s.prefetch_wasted_bytes = prefetch.wasted_bytes.load(std::memory_order_relaxed);
+  s.prefetch_cut = prefetch.cut.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -347,30 +398,5 @@ int64_t object_stamp(const HttpResponse& head) {
 }
 
 std::string strip_query(const std::string& url) { return url.substr(0, url.find_first_of("?#")); }
-
-RemoteFile::RemoteFile(std::shared_ptr<ObjectReader> reader, std::string url, int64_t size, int64_t modified_ns,
-                       int64_t small_read_block)
-    : reader_(std::move(reader)), url_(std::move(url)), size_(size), modified_ns_(modified_ns),
-      block_(small_read_block) {}
-
-Result<int64_t> RemoteFile::read(int64_t offset, int64_t n, void* dst) const {
-  if (offset < 0 || n < 0) return Status::invalid_argument("negative offset or length");
-  if (offset >= size_ || n == 0) return int64_t{0};
-  n = std::min(n, size_ - offset);
-  if (n <= 1024 && block_ > 0) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (cached_at_ < 0 || offset < cached_at_ || offset + n > cached_at_ + int64_t(cached_.size())) {
-      const int64_t len = std::min(block_, size_ - offset);
-      std::string block(size_t(len), '\0');
-      HDL_RETURN_IF_ERROR(reader_->read_range(url_, offset, len, block.data()));
-      cached_ = std::move(block);
-      cached_at_ = offset;
-    }
-    std::memcpy(dst, cached_.data() + (offset - cached_at_), size_t(n));
-    return n;
-  }
-  HDL_RETURN_IF_ERROR(reader_->read_range(url_, offset, n, dst));
-  return n;
-}
 
 }  // namespace hdl::detail

@@ -1,15 +1,18 @@
 // Private to the remote file systems (media/remote_file_system.h): one HTTP request with
-// retries over a pool of libcurl easy handles, and the RandomAccessFile both file systems
-// return. No libcurl type appears here either: the .cc keeps it.
+// retries, blocking over a pool of libcurl easy handles (perform) or in the background on the
+// FetchLoop (submit). The RandomAccessFile both file systems return is in remote_file.h. No
+// libcurl type appears here either: the .cc files keep it.
 //
-// Thread safety: HttpClient::perform and every RemoteFile method may be called concurrently.
+// Thread safety: perform, submit and stats may be called concurrently.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,19 @@
 #include "media/status.h"
 
 namespace hdl::detail {
+
+class FetchLoop;
+
+/// What the prefetches of one client share: the byte budget (RemoteOptions::prefetch_bytes)
+/// and the counters behind RemoteStats' prefetch fields.
+struct PrefetchCounters {
+  std::atomic<int64_t> reserved{0};       // bytes of prefetches alive (in flight or unread)
+  std::atomic<int64_t> in_flight{0}, in_flight_peak{0};
+  std::atomic<int64_t> started{0}, hits{0}, wasted_bytes{0}, cut{0};
+  /// Takes n bytes of the budget `limit`; false (nothing taken) when they do not fit.
+  bool reserve(int64_t n, int64_t limit);
+  void release(int64_t n) { reserved.fetch_sub(n, std::memory_order_relaxed); }
+};
 
 struct HttpRequest {
   std::string url;                   ///< what is requested (may hold a query string)
@@ -44,6 +60,11 @@ struct HttpResponse {
 /// Sends requests, retrying transient failures (see remote_file_system.h). Returns the response
 /// for any final HTTP status (2xx, or an error status the caller turns into a message with
 /// http_error()); a Status for a transport failure or a short body after the last attempt.
+///
+/// Two paths share one attempt's setup (start_attempt), its accounting (end_attempt), the
+/// judgement of its outcome (judge) and the retry schedule (retry_after): perform(), a blocking
+/// curl_easy_perform loop on the caller's thread, and submit(), which hands the request to the
+/// FetchLoop (media/detail/fetch_loop.h, libcurl's multi interface on one I/O thread).
 class HttpClient {
  public:
   explicit HttpClient(RemoteOptions options);
@@ -52,6 +73,11 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   Result<HttpResponse> perform(const HttpRequest& request);
+  /// perform() in the background: `done` gets its result on the FetchLoop's I/O thread (it must
+  /// be quick and must not call into this client). At most options().max_in_flight run at a
+  /// time; the rest wait in order. Requests still waiting when the client is destroyed get
+  /// kCancelled. Needs options().max_in_flight > 0.
+  void submit(HttpRequest request, std::function<void(Result<HttpResponse>)> done);
   RemoteStats stats() const;
   const RemoteOptions& options() const { return options_; }
 
@@ -60,17 +86,47 @@ class HttpClient {
   static std::string describe(const HttpRequest& request, const HttpResponse& response,
                               const std::string& detail);
 
+  // The parts both paths are made of (public for the FetchLoop; nothing else calls them).
   struct Attempt;  // one try's outcome (defined in the .cc, where libcurl's callbacks fill it)
-
- private:
+  struct AttemptDeleter {
+    void operator()(Attempt* a) const;
+  };
+  using AttemptPtr = std::unique_ptr<Attempt, AttemptDeleter>;
+  static AttemptPtr new_attempt();
+  using Clock = std::chrono::steady_clock;
+  /// One request's retries so far.
+  struct Tries {
+    explicit Tries(const HttpRequest& q, const RemoteOptions& o);
+    const HttpRequest* request;
+    Clock::time_point start, deadline;  // deadline: start + total_timeout_ms
+    int attempt = 0;                    // the current attempt, from 1
+    bool adaptive = false;              // its timeout is the adaptive deadline
+    bool transport = false;             // it failed in transport (a drop, a cut body, a stall)
+    int sharing = 1;                    // transfers running at once (the FetchLoop's), this one included
+    std::string last_problem;
+    HttpResponse last;
+  };
+  /// Counts the next attempt and sets `handle` (a CURL*) up for it, its outcome going to *a,
+  /// which must stay where it is until end_attempt().
+  void start_attempt(void* handle, Tries& t, Attempt* a);
+  /// After the transfer ended with `code` (a CURLcode): its times and counters.
+  void end_attempt(int code, Attempt* a);
+  /// The outcome of the attempt: the final result, or none when it is to be retried.
+  std::optional<Result<HttpResponse>> judge(Tries& t, Attempt& a);
+  /// How long to wait before the next attempt; none when there is none (give_up()).
+  std::optional<Clock::duration> retry_after(const Tries& t) const;
+  /// The result of a request whose last attempt has failed.
+  Result<HttpResponse> give_up(Tries& t);
   void* take_handle();
   void give_back(void* handle);
-  Attempt attempt_once(void* handle, const HttpRequest& request, int64_t timeout_ms);
+
+ private:
   // The adaptive deadline of an attempt (RemoteOptions::adaptive_timeout): the time to first
   // byte's RFC 6298 timeout plus `length` bytes at a quarter of the observed rate, at least
   // stall_timeout_min_ms, times 2^(attempt-1); -1 when there is no estimate yet.
   int64_t adaptive_deadline_ms(int64_t length, int attempt);
-  // Feeds one complete 2xx attempt into the estimate (times in microseconds).
+  // Feeds one complete 2xx attempt into the estimate (times in microseconds; body_bytes times
+  // the transfers that shared the bandwidth: the rate is the connection's, not one transfer's).
   void observe(int64_t first_byte_us, int64_t total_us, int64_t body_bytes);
 
   RemoteOptions options_;
@@ -84,33 +140,14 @@ class HttpClient {
   std::mutex est_mu_;
   double srtt_us_ = 0, rttvar_us_ = 0, rate_ = 0;
   int64_t rate_max_bytes_ = 0, seen_ = 0;
-};
 
-/// What a RemoteFile reads through: an object's facts, and exact byte ranges of it.
-class ObjectReader {
  public:
-  virtual ~ObjectReader() = default;
-  /// Reads exactly n bytes at offset into dst (the caller clipped the range to the size).
-  virtual Status read_range(const std::string& url, int64_t offset, int64_t n, void* dst) = 0;
-};
-
-/// A remote object: size and stamp from open()'s HEAD; read() is a range read, clipped to the
-/// size, with reads of at most 1 KiB served from one cached block of options.small_read_block.
-class RemoteFile final : public RandomAccessFile {
- public:
-  RemoteFile(std::shared_ptr<ObjectReader> reader, std::string url, int64_t size, int64_t modified_ns,
-             int64_t small_read_block);
-  int64_t size() const override { return size_; }
-  int64_t modified_ns() const override { return modified_ns_; }
-  Result<int64_t> read(int64_t offset, int64_t n, void* dst) const override;
+  /// The prefetch counters (RemoteStats), kept by the RemoteFiles and the FetchLoop.
+  PrefetchCounters prefetch;
 
  private:
-  std::shared_ptr<ObjectReader> reader_;
-  std::string url_;
-  int64_t size_, modified_ns_, block_;
-  mutable std::mutex mu_;
-  mutable int64_t cached_at_ = -1;
-  mutable std::string cached_;
+  std::once_flag loop_once_;
+  std::unique_ptr<FetchLoop> loop_;  // made by the first submit(); stopped first by ~HttpClient
 };
 
 /// The stamp for an object: Last-Modified in ns, else a positive hash of the ETag, else 0.

@@ -549,6 +549,12 @@ void Executor::schedule(int64_t epoch, int64_t batch) {
   }
   job->remaining = job->length;
   in_flight_.push_back(job);
+  {  // The reader's hint (SourceOperator::will_read): what this batch will read.
+    std::vector<int64_t> indices(static_cast<size_t>(job->length));
+    for (int64_t slot = 0; slot < job->length; ++slot)
+      indices[static_cast<size_t>(slot)] = job->order->dataset_index(job->first_position + slot);
+    c.graph.source_op().will_read(indices);
+  }
   std::lock_guard lock(c.mu);
   c.outstanding += job->length;
   if (job->length == 0) job->done = true;

@@ -134,6 +134,8 @@ class FileByteSource : public ByteSource {
     pos_ += k;
     return k;
   }
+  // The next n bytes will be read soon (RandomAccessFile::will_need).
+  void will_need(int64_t n) const { file_.will_need(pos_, n); }
 
  private:
   const RandomAccessFile& file_;
@@ -213,6 +215,8 @@ class ReadAheadByteSource : public ByteSource {
       return got.status();
     }
     buffer_.resize(size_t(*got));
+    // Double buffering: a remote file fetches the next block while this one is parsed.
+    if (*got == block_) file_.will_need(block_);
     return Status::ok();
   }
 

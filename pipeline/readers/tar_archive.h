@@ -75,6 +75,8 @@ class ByteSource {
 /// buffer that later reads and skips consume (a read as large as a block goes straight to the
 /// caller's memory): the whole-shard read-ahead a remote shard read front to back needs, one
 /// range GET per block instead of one per member (a skip past the buffer still reads nothing).
+/// Each full block read hints the next (RandomAccessFile::will_need), so a remote file fetches
+/// it in the background while this one is parsed (double buffering; RemoteOptions::max_in_flight).
 std::unique_ptr<ByteSource> file_byte_source(const RandomAccessFile& file, int64_t offset = 0,
                                              int64_t read_ahead = 0);
 

@@ -81,6 +81,13 @@ class OpenShards {
     if (files_.size() > kKeep) files_.pop_back();
     return file;
   }
+  // The shard's file when it is open; null when not (never opens: no I/O).
+  std::shared_ptr<const RandomAccessFile> peek(int32_t shard) {
+    std::lock_guard lock(mu_);
+    for (const auto& [s, file] : files_)
+      if (s == shard) return file;
+    return nullptr;
+  }
 
  private:
   std::mutex mu_;
@@ -121,6 +128,8 @@ class WebDatasetReader final : public SourceOperator {
         throw ConfigError("argument \"urls\": \"" + s + "\" is compressed: mode \"indexed\" reads plain .tar shards; "
                           "compressed shards can only be streamed (mode \"streaming\" or \"auto\")");
       shards_.push_back(root.empty() || s.front() == '/' || is_remote_url(s) ? s : root + "/" + s);
+      remote_.push_back(is_remote_url(shards_.back()));
+      has_remote_ = has_remote_ || remote_.back();
     }
   }
 
@@ -197,12 +206,10 @@ class WebDatasetReader final : public SourceOperator {
                          open_.get(io.file_system(), s.shard, shards_[static_cast<size_t>(s.shard)]));
     HDL_ASSIGN_OR_RETURN(TensorView out, io.output(0, Shape{s.data.size}, DType::kU8, Layout::kNone));
     HDL_ASSIGN_OR_RETURN(TensorView label, io.output(1, Shape{}, DType::kI64, Layout::kNone));
-    const int64_t begin = std::min(s.data.offset, s.label.offset);
-    const int64_t end = std::max(s.data.offset + s.data.size, s.label.offset + s.label.size);
-    if (s.label.size >= 0 && s.label.size <= 64 && end - begin - s.data.size <= kCoalesceGap &&
-        is_remote_url(shards_[static_cast<size_t>(s.shard)])) {
+    if (remote_[static_cast<size_t>(s.shard)] && coalesced(s)) {
       // A remote shard: the data and the label (adjacent members of one sample) in one range
       // read, one request instead of two.
+      const auto [begin, end] = data_and_label(s);
       const std::unique_ptr<char[]> span(new char[static_cast<size_t>(end - begin)]);
       if (Status st = read_exactly(*file, begin, end - begin, span.get()); !st.is_ok())
         return Status(st.code(), "bytes " + std::to_string(begin) + "-" + std::to_string(end - 1) + ": " + st.message());
@@ -221,6 +228,26 @@ class WebDatasetReader final : public SourceOperator {
     return Status::ok();
   }
 
+  // Remote shards: the ranges run() will read for these samples are fetched ahead
+  // (RandomAccessFile::will_need; bounded by RemoteOptions::max_in_flight and prefetch_bytes).
+  // Only shards open already are hinted (opening one is a request: run() does it).
+  void will_read(std::span<const int64_t> indices) const override {
+    if (!has_remote_) return;
+    for (const int64_t i : indices) {
+      if (i < 0 || i >= num_samples()) continue;
+      const ShardSample& s = samples_[static_cast<size_t>(i)];
+      if (s.data.size < 0 || !remote_[static_cast<size_t>(s.shard)]) continue;
+      const std::shared_ptr<const RandomAccessFile> file = open_.peek(s.shard);
+      if (!file) continue;
+      if (coalesced(s)) {
+        const auto [begin, end] = data_and_label(s);
+        file->will_need(begin, end - begin);
+      } else {
+        file->will_need(s.data.offset, s.data.size);
+      }
+    }
+  }
+
   std::vector<std::pair<std::string, int64_t>> counters() const override {
     std::vector<std::pair<std::string, int64_t>> c = {
         {"webdataset_shards", static_cast<int64_t>(shards_.size())},
@@ -234,6 +261,18 @@ class WebDatasetReader final : public SourceOperator {
   const Sharding& sharding() const override { return sharding_; }
 
  private:
+  // Whether run() reads a remote sample's data and label with one range read: a short label
+  // at most kCoalesceGap bytes away.
+  static bool coalesced(const ShardSample& s) {
+    const auto [begin, end] = data_and_label(s);
+    return s.label.size >= 0 && s.label.size <= 64 && end - begin - s.data.size <= kCoalesceGap;
+  }
+  // The bytes from the first of a sample's data and label to the end of the other.
+  static std::pair<int64_t, int64_t> data_and_label(const ShardSample& s) {
+    return {std::min(s.data.offset, s.label.offset),
+            std::max(s.data.offset + s.data.size, s.label.offset + s.label.size)};
+  }
+
   // The label: the field's text as a decimal integer (webdataset decodes "cls" so), surrounding
   // whitespace allowed; -1 when the sample has no label field or none was asked for.
   Result<int64_t> read_label(const RandomAccessFile& file, const FieldRef& f) const {
@@ -266,6 +305,8 @@ class WebDatasetReader final : public SourceOperator {
   IndexOptions index_options_;
   std::string describe_;
   std::vector<std::string> shards_;  // paths, in spec order
+  std::vector<bool> remote_;         // per shard: a URL
+  bool has_remote_ = false;
   // Filled by prepare():
   std::vector<ShardSample> samples_;
   std::vector<std::pair<int64_t, Status>> failed_shards_;  // (its sample, why)

@@ -3,6 +3,7 @@
     /usr/bin/python3 samples/benchmark/object_store_bench.py faults --root DIR [--rounds 3]
     build/venv-torch2/bin/python samples/benchmark/object_store_bench.py moto --root DIR
     /usr/bin/python3 samples/benchmark/object_store_bench.py curl-cpu --root DIR
+    /usr/bin/python3 samples/benchmark/object_store_bench.py in-flight --root DIR [--latency-ms 20]
 
 DIR holds plain WebDataset tar shards "shard-NNN.tar" (.jpg + .cls). The servers are
 tests/media/object_store_servers.py's (Debian's nginx, moto's S3 server, the fault proxy), on
@@ -53,13 +54,13 @@ SRC = os.path.dirname(os.path.dirname(HERE))
 class Servers:
     """object_store_servers.py, started for one benchmark; ports from its servers.txt."""
 
-    def __init__(self, root, want, fail_rate=0.0, seed=7, stall_s=3.0):
+    def __init__(self, root, want, fail_rate=0.0, seed=7, stall_s=3.0, latency_ms=0.0):
         self.state = tempfile.mkdtemp(prefix="hdl_osb_")
         self.proc = subprocess.Popen(
             [sys.executable if "venv" not in sys.executable else "/usr/bin/python3",
              os.path.join(SRC, "tests/media/object_store_servers.py"), "--root", root, "--state", self.state,
              "--want", want, "--fail-rate", str(fail_rate), "--seed", str(seed), "--stall-s", str(stall_s),
-             "--parent", str(os.getpid()), "--lifetime", "3600"])
+             "--latency-ms", str(latency_ms), "--parent", str(os.getpid()), "--lifetime", "3600"])
         path = os.path.join(self.state, "servers.txt")
         for _ in range(1200):
             if os.path.exists(path):
@@ -138,6 +139,38 @@ def run_faults(a):
     for label, rs in ratios.items():
         print(f"ratio {label} / 0% faults (median of {len(rs)} rounds): {statistics.median(rs):.2f}x "
               f"(each: {', '.join(f'{x:.2f}' for x in rs)}; target >= 0.8x)")
+
+
+def run_in_flight(a):
+    names = shards(a.root)
+    sys.path.insert(0, os.path.join(a.build, "python"))
+    from habana_dataloader import _C
+    for n in names:  # published sidecars: the epoch's requests are the samples' range GETs
+        if not os.path.exists(os.path.join(a.root, n + ".idx")):
+            _C.build_shard_index(os.path.join(a.root, n), "")
+    srv = Servers(a.root, "nginx", 0.0, latency_ms=a.latency_ms)
+    args = ["--threads", str(a.threads), "--batch-size", "64", "--epochs", str(a.epochs)]
+    arms = [("off", {"HDL_HTTP_MAX_IN_FLIGHT": "0"}), ("on", {})]
+    ratios = []
+    try:
+        for r in range(a.rounds):
+            got = {}
+            for label, env in (arms if r % 2 == 0 else arms[::-1]):  # alternating order
+                before = len(srv.faults("nginx"))
+                rep = hdl_bench(a.build, srv.url("proxy_nginx") + "/" + spec(names), args, env=dict(os.environ, **env))
+                c = counters(rep)
+                peaks = [int(x.split()[1]) for x in srv.faults("nginx")[before:] if x.startswith("in_flight ")]
+                got[label] = rep["images_per_s"]
+                print(f"round {r} {label:>3}: {rep['images_per_s']:7.1f} images/s, {c.get('remote_requests', 0)} requests, "
+                      f"in flight at most {c.get('remote_in_flight_peak', 0)} (proxy's new highs: {peaks or '-'}), "
+                      f"{c.get('remote_prefetches', 0)} prefetches, {c.get('remote_prefetch_hits', 0)} hits, "
+                      f"{c.get('remote_prefetch_cut', 0)} cut, {c.get('remote_prefetch_wasted_bytes', 0)} bytes wasted, "
+                      f"{c.get('remote_retries', 0)} retries, {c.get('remote_stalls', 0)} stalls cut short", flush=True)
+            ratios.append(got["on"] / got["off"])
+    finally:
+        srv.stop()
+    print(f"ratio prefetch on / off at {a.latency_ms:g} ms to first byte (median of {len(ratios)} rounds): "
+          f"{statistics.median(ratios):.2f}x (each: {', '.join(f'{x:.2f}' for x in ratios)})")
 
 
 def pids_named(parent, word):
@@ -350,6 +383,11 @@ def main():
     m.add_argument("--epochs", type=int, default=2)
     m.add_argument("--workers", type=int, default=os.cpu_count())
     m.add_argument("--arms", default="sidecar,cache", help="our side's arms, comma-separated (indexed: alone)")
+    i = sub.add_parser("in-flight")
+    i.add_argument("--latency-ms", type=float, default=20.0)
+    i.add_argument("--rounds", type=int, default=3)
+    i.add_argument("--epochs", type=int, default=1)
+    i.add_argument("--threads", type=int, default=2)
     c = sub.add_parser("curl-cpu")
     c.add_argument("--rounds", type=int, default=5)
     c.add_argument("--passes", type=int, default=4, help="the marginal figure: this many passes over each set, less one")
@@ -357,7 +395,7 @@ def main():
         s.add_argument("--root", required=True)
         s.add_argument("--build", default=os.path.join(SRC, "build"))
     a = p.parse_args()
-    {"faults": run_faults, "moto": run_moto, "curl-cpu": run_curl_cpu}[a.what](a)
+    {"faults": run_faults, "moto": run_moto, "curl-cpu": run_curl_cpu, "in-flight": run_in_flight}[a.what](a)
 
 
 if __name__ == "__main__":

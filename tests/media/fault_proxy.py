@@ -2,7 +2,7 @@
 """A fault-injecting HTTP/1.1 proxy for the object-store tests (stdlib only, loopback only).
 
     fault_proxy.py --upstream 127.0.0.1:PORT --port PORT [--fail-rate 0.2] [--seed 7]
-                   [--stall-s 3] [--log FILE]
+                   [--stall-s 3] [--latency-ms 0] [--log FILE]
 
 Forwards every request (method, path, headers, body) to the upstream server over keep-alive
 connections and returns its answer, except that a request fails, with probability fail-rate
@@ -16,6 +16,9 @@ A path containing "__auth__" always gets S3's "403 InvalidAccessKeyId"; one cont
 "__headers__" gets the request's headers, "Name: value" lines padded with spaces to 4096
 bytes (200, never a fault), for the tests to see what a client sends. Each fault is logged
 (one line: the fault, the method and the path) to --log, for the tests to count.
+--latency-ms delays every answer's first byte by that long (an object store's time to first
+byte: S3's is 20-60 ms); each new high of requests being answered at once is logged as
+"in_flight N", for the tests to see how many requests a client has in flight.
 """
 import argparse
 import http.client
@@ -67,6 +70,22 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def handle_any(self):
+        with self.server.lock:
+            self.server.active += 1
+            if self.server.active > self.server.peak:
+                self.server.peak = self.server.active
+                if self.server.log:
+                    with open(self.server.log, "a") as f:
+                        f.write(f"in_flight {self.server.peak}\n")
+        try:
+            if self.server.latency_s > 0:
+                time.sleep(self.server.latency_s)
+            self.answer_any()
+        finally:
+            with self.server.lock:
+                self.server.active -= 1
+
+    def answer_any(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         if "__auth__" in self.path:
@@ -130,12 +149,15 @@ def main():
     p.add_argument("--fail-rate", type=float, default=0.2)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--stall-s", type=float, default=3.0)
+    p.add_argument("--latency-ms", type=float, default=0.0)
     p.add_argument("--log", default="")
     a = p.parse_args()
     srv = Server(("127.0.0.1", a.port), Proxy)
     srv.upstream, srv.fail_rate, srv.stall_s, srv.log = a.upstream, a.fail_rate, a.stall_s, a.log
     srv.rng, srv.lock = random.Random(a.seed), threading.Lock()
-    print(f"fault_proxy: 127.0.0.1:{a.port} -> {a.upstream}, fail rate {a.fail_rate}, seed {a.seed}",
+    srv.latency_s, srv.active, srv.peak = a.latency_ms / 1000.0, 0, 0
+    print(f"fault_proxy: 127.0.0.1:{a.port} -> {a.upstream}, fail rate {a.fail_rate}, seed {a.seed}, "
+          f"latency {a.latency_ms} ms",
           file=sys.stderr, flush=True)
     srv.serve_forever()
 

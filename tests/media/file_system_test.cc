@@ -2,6 +2,7 @@
 // The rest (EIO, short reads) cannot be caused on demand and is injected in
 // fault_injection_test.cc (tests/pipeline).
 #include "media/file_system.h"
+#include "media/remote_file_system.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -93,4 +94,49 @@ TEST(ErrnoStatus, MapsLikeTheRealFileSystem) {
 }
 
 }  // namespace
+
+// A local file ignores the hint (RandomAccessFile::will_need): the same bytes after it.
+TEST(LocalFileTest, WillNeedIsHarmlessLocally) {
+  const std::string path = ::testing::TempDir() + "/will_need_" + std::to_string(::getpid());
+  std::string bytes(100000, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = char(i * 7 + 3);
+  std::ofstream(path, std::ios::binary) << bytes;
+  auto f = posix_file_system()->open(path);
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  (*f)->will_need(0, 1 << 30);
+  (*f)->will_need(-5, 10);
+  std::string got(bytes.size(), '\0');
+  ASSERT_TRUE(read_exactly(**f, 0, int64_t(got.size()), got.data()).is_ok());
+  EXPECT_TRUE(got == bytes);
+  std::filesystem::remove(path);
+}
+
+// Requests in flight from the environment: HDL_HTTP_MAX_IN_FLIGHT (0: off) and
+// HDL_HTTP_PREFETCH_BYTES; a bad value names the variable.
+TEST(RemoteOptionsTest, InFlightFromTheEnvironment) {
+  ::unsetenv("HDL_HTTP_MAX_IN_FLIGHT");
+  ::unsetenv("HDL_HTTP_PREFETCH_BYTES");
+  RemoteOptions o = RemoteOptions::from_environment();
+  EXPECT_EQ(o.max_in_flight, 32);
+  EXPECT_EQ(o.prefetch_bytes, int64_t(64) << 20);
+  ::setenv("HDL_HTTP_MAX_IN_FLIGHT", "0", 1);
+  ::setenv("HDL_HTTP_PREFETCH_BYTES", "1000000", 1);
+  o = RemoteOptions::from_environment();
+  EXPECT_EQ(o.max_in_flight, 0);
+  EXPECT_EQ(o.prefetch_bytes, 1000000);
+  ::setenv("HDL_HTTP_MAX_IN_FLIGHT", "8", 1);
+  EXPECT_EQ(RemoteOptions::from_environment().max_in_flight, 8);
+  for (const char* bad : {"-1", "many"}) {
+    ::setenv("HDL_HTTP_MAX_IN_FLIGHT", bad, 1);
+    try {
+      RemoteOptions::from_environment();
+      ADD_FAILURE() << "accepted HDL_HTTP_MAX_IN_FLIGHT=" << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("HDL_HTTP_MAX_IN_FLIGHT"), std::string::npos) << e.what();
+    }
+  }
+  ::unsetenv("HDL_HTTP_MAX_IN_FLIGHT");
+  ::unsetenv("HDL_HTTP_PREFETCH_BYTES");
+}
+
 }  // namespace hdl

@@ -2,6 +2,7 @@
 """Starts the object-store tests' servers on 127.0.0.1 and keeps them up (stdlib only).
 
     object_store_servers.py --root DIR --state DIR [--fail-rate 0.2] [--seed 7] [--stall-s 3]
+                            [--latency-ms 0]
 
 - nginx (Debian's), as this user, with a temporary config on a free port, serving --root
   (range requests and keep-alive are nginx's own);
@@ -142,6 +143,7 @@ def main():
     ap.add_argument("--fail-rate", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--stall-s", type=float, default=3.0)
+    ap.add_argument("--latency-ms", type=float, default=0.0, help="the proxies' time to first byte")
     ap.add_argument("--parent", type=int, default=0)
     ap.add_argument("--lifetime", type=float, default=900)
     ap.add_argument("--want", default="nginx,moto", help="which servers, comma-separated")
@@ -162,7 +164,7 @@ def main():
             pp = free_port()
             proxy = start([sys.executable, os.path.join(HERE, "fault_proxy.py"), "--upstream", f"127.0.0.1:{port}",
                            "--port", str(pp), "--fail-rate", str(a.fail_rate), "--seed", str(a.seed),
-                           "--stall-s", str(a.stall_s), "--log", os.path.join(a.state, f"faults_{name}.log")], log)
+                           "--stall-s", str(a.stall_s), "--latency-ms", str(a.latency_ms), "--log", os.path.join(a.state, f"faults_{name}.log")], log)
             if wait_port(pp, proxy):
                 out.append(f"proxy_{name}={pp}")
         with open(os.path.join(a.state, "servers.tmp"), "w") as f:

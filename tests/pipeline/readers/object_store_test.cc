@@ -21,6 +21,7 @@
 #include "media/cache_file_system.h"
 #include "media/remote_file_system.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/readers/tar_archive.h"
 #include "tests/pipeline/readers/tar_test_util.h"
 
 namespace hdl {
@@ -34,7 +35,7 @@ const char* kSecret = "SeCrEt/DoNotPrint+1234567890abcdefghijklmn";
 // servers serving them, for one test.
 class ObjectStoreTest : public ::testing::Test {
  protected:
-  void start(const std::string& want, double fail_rate) {
+  void start(const std::string& want, double fail_rate, int latency_ms = 0) {
     dir_ = std::make_unique<TarDir>("object_store");
     ASSERT_TRUE(dir_->python(
         "import glob, os, subprocess\n"
@@ -51,7 +52,7 @@ class ObjectStoreTest : public ::testing::Test {
         "    subprocess.run(['tar', '--format=gnu', '-cf', f'root/shard-{k:03d}.tar', '-C', f'src{k}'] + members, check=True)\n"));
     const std::string cmd = "/usr/bin/python3 " HDL_SOURCE_DIR "/tests/media/object_store_servers.py --root root --state state"
                             " --want " + want + " --fail-rate " + std::to_string(fail_rate) +
-                            " --seed 11 --stall-s 3 --parent " + std::to_string(::getpid()) + " --lifetime 600 &";
+                            " --seed 11 --stall-s 3 --latency-ms " + std::to_string(latency_ms) + " --parent " + std::to_string(::getpid()) + " --lifetime 600 &";
     ASSERT_TRUE(dir_->sh(cmd));
     started_ = true;
     const auto path = dir_->path("state/servers.txt");
@@ -157,7 +158,9 @@ TEST_F(ObjectStoreTest, HttpFromNginxIsTheLocalDisk) {
   const RemoteStats s = fs->stats();
   EXPECT_GT(s.requests, 0);
   EXPECT_EQ(s.retries, 0);
-  EXPECT_LE(s.connections, 8) << "keep-alive: connections are reused";
+  // Keep-alive: connections are reused (one per reading thread and per background transfer).
+  EXPECT_LE(s.connections, 8 + s.in_flight_peak) << "keep-alive: connections are reused";
+  EXPECT_GT(s.prefetch_hits, 0) << "the reader's hints were followed";
   EXPECT_GT(s.bytes, 0);
   // Reads at any offset are the file's bytes; past the end, 0.
   auto f = fs->open(url("nginx", "shard-001.tar"));
@@ -324,7 +327,11 @@ TEST_F(ObjectStoreTest, S3FromMotoIsTheLocalDisk) {
   const auto local = read_all(root() + "/" + kSpec, nullptr);
   auto fs = s3_file_system(moto_config(url("moto")), RemoteOptions());
   EXPECT_EQ(read_all("s3://hdl/" + kSpec, fs), local);
-  EXPECT_EQ(fs->stats().retries, 0);
+  {
+    const RemoteStats s = fs->stats();
+    EXPECT_EQ(s.retries, 0) << s.stalls << " stalls, " << s.requests << " requests, " << s.in_flight_peak
+                            << " in flight at most";
+  }
   // ListObjectsV2.
   auto listed = fs->list("s3://hdl/shard-00");
   ASSERT_TRUE(listed.is_ok()) << listed.status().message();
@@ -366,7 +373,10 @@ TEST_F(ObjectStoreTest, UnderFaultsEverySampleComesOnceAndRetriesAreCounted) {
     EXPECT_GT(counters["remote_requests"], 0);
     EXPECT_LE(counters["remote_requests"], s.requests);
     EXPECT_EQ(s.failures, 0);
-    std::printf("nginx behind the fault proxy: %lld requests, %lld retries\n", (long long)s.requests, (long long)s.retries);
+    EXPECT_GT(s.prefetches, 0) << "the samples were prefetched (RemoteOptions::max_in_flight)";
+    EXPECT_GT(s.prefetch_hits, 0) << "reads were served from prefetches made under faults";
+    std::printf("nginx behind the fault proxy: %lld requests, %lld retries, %lld prefetches, %lld hits\n",
+                (long long)s.requests, (long long)s.retries, (long long)s.prefetches, (long long)s.prefetch_hits);
     // The default options: the proxy's 3 s stalls are cut short by the adaptive deadline
     // (about 100 ms here, where a request takes about 1 ms) once the client has seen 8
     // attempts, and retried; still every sample once.
@@ -488,6 +498,126 @@ TEST_F(ObjectStoreTest, FileReaderThroughTheCacheCountsHitsAndMisses) {
                                                             dir_->read("root/shard-001.tar").size() +
                                                             dir_->read("root/shard-002.tar").size()) : 0);
   }
+}
+
+}  // namespace
+}  // namespace hdl
+
+namespace hdl {
+namespace {
+
+// The most requests the proxy in front of `server` answered at once (its "in_flight N" lines).
+int64_t proxy_in_flight(const testing::TarDir& dir, const std::string& server) {
+  std::ifstream log(dir.path("state/faults_" + server + ".log"));
+  int64_t peak = 0;
+  for (std::string line; std::getline(log, line);)
+    if (line.rfind("in_flight ", 0) == 0) peak = std::max<int64_t>(peak, std::stoll(line.substr(10)));
+  return peak;
+}
+
+// Issue 24: with a store's latency (20 ms to the first byte, through the proxy), the indexed
+// reader's hints (SourceOperator::will_read) put more requests in flight than the pipeline has
+// threads, as the proxy sees it; the samples are the local ones, in the same order, with
+// prefetching off (max_in_flight 0) and on.
+TEST_F(ObjectStoreTest, PrefetchPutsMoreRequestsInFlightThanThreads) {
+  start("nginx", 0.0, 20);
+  if (std::string why = missing("proxy_nginx"); !why.empty()) GTEST_SKIP() << why;
+  const auto local = read_all(root() + "/" + kSpec, nullptr);
+  RemoteOptions off;
+  off.max_in_flight = 0;
+  auto fs_off = http_file_system(off);
+  EXPECT_EQ(read_all(url("proxy_nginx") + kSpec, fs_off), local);
+  EXPECT_EQ(fs_off->stats().prefetches, 0);
+  EXPECT_EQ(fs_off->stats().in_flight_peak, 0);
+  const int64_t peak_off = proxy_in_flight(*dir_, "nginx");
+  auto fs = http_file_system(RemoteOptions());
+  std::map<std::string, int64_t> counters;
+  EXPECT_EQ(read_all(url("proxy_nginx") + kSpec, fs, &counters), local);
+  const RemoteStats s = fs->stats();
+  const int64_t peak_on = proxy_in_flight(*dir_, "nginx");
+  EXPECT_GT(s.in_flight_peak, 2) << "background transfers beyond the 2 threads";
+  EXPECT_GT(s.prefetch_hits, 0);
+  EXPECT_GT(peak_on, 2) << "the proxy saw no more requests at once than the 2 threads";
+  EXPECT_GT(peak_on, peak_off);
+  EXPECT_GT(counters["remote_prefetch_hits"], 0) << "pipe.stats() shows the prefetches";
+  EXPECT_EQ(s.failures, 0);
+  std::printf("20 ms latency: %lld requests in flight at most without prefetch, %lld with (%lld prefetches, "
+              "%lld hits, %lld bytes wasted)\n", (long long)peak_off, (long long)peak_on, (long long)s.prefetches,
+              (long long)s.prefetch_hits, (long long)s.prefetch_wasted_bytes);
+}
+
+// The budget (RemoteOptions::prefetch_bytes): hints beyond it are cut; reads of hinted ranges
+// are the file's bytes whether prefetched or not; a read gives its bytes back to the budget; a
+// prefetch dropped unread (its file closed) is counted as wasted. A local file ignores hints.
+TEST_F(ObjectStoreTest, PrefetchStaysWithinItsBudget) {
+  start("nginx", 0.0);
+  if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
+  constexpr int64_t kRange = 100000;
+  const std::string bytes = dir_->read("root/shard-000.tar");
+  ASSERT_GE(int64_t(bytes.size()), 6 * kRange);
+  RemoteOptions o;
+  o.prefetch_bytes = 3 * kRange;
+  auto fs = http_file_system(o);
+  auto f = fs->open(url("nginx", "shard-000.tar"));
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  for (int k = 0; k < 5; ++k) (*f)->will_need(k * kRange, kRange);
+  (*f)->will_need(kRange + 10, kRange - 20);  // inside one asked for: nothing more
+  EXPECT_EQ(fs->stats().prefetches, 3);
+  EXPECT_EQ(fs->stats().prefetch_cut, 2);
+  for (int k = 0; k < 5; ++k) {
+    std::string got(size_t(kRange), '\0');
+    ASSERT_TRUE(read_exactly(**f, k * kRange, kRange, got.data()).is_ok());
+    EXPECT_EQ(got, bytes.substr(size_t(k * kRange), size_t(kRange))) << "range " << k;
+  }
+  EXPECT_EQ(fs->stats().prefetch_hits, 3);
+  EXPECT_EQ(fs->stats().prefetch_wasted_bytes, 0);
+  // The budget is free again: a hint on another file is followed; that file closed unread,
+  // its bytes are wasted once the transfer is done.
+  {
+    auto g = fs->open(url("nginx", "shard-001.tar"));
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    (*g)->will_need(0, 3 * kRange);
+    EXPECT_EQ(fs->stats().prefetches, 4);
+  }
+  for (int i = 0; i < 1000 && fs->stats().prefetch_wasted_bytes == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(fs->stats().prefetch_wasted_bytes, 3 * kRange);
+  // A local file: the hint changes nothing.
+  auto local = posix_file_system()->open(root() + "/shard-000.tar");
+  ASSERT_TRUE(local.is_ok());
+  (*local)->will_need(0, int64_t(bytes.size()));
+  std::string got(size_t(kRange), '\0');
+  ASSERT_TRUE(read_exactly(**local, kRange, kRange, got.data()).is_ok());
+  EXPECT_EQ(got, bytes.substr(size_t(kRange), size_t(kRange)));
+}
+
+// Streaming read-ahead (file_byte_source with a block size; shards use 8 MiB): each full block
+// read hints the next, so a remote shard's next block is in flight while one is parsed. Read
+// front to back in odd-sized pieces: the shard's bytes, with the blocks after the first served
+// from their prefetches.
+TEST_F(ObjectStoreTest, StreamingReadAheadFetchesTheNextBlockInTheBackground) {
+  start("nginx", 0.0);
+  if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
+  const std::string bytes = dir_->read("root/shard-002.tar");
+  constexpr int64_t kBlock = 64 * 1024;
+  ASSERT_GE(int64_t(bytes.size()), 4 * kBlock);
+  auto fs = http_file_system(RemoteOptions());
+  auto f = fs->open(url("nginx", "shard-002.tar"));
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  const std::unique_ptr<ByteSource> source = file_byte_source(**f, 0, kBlock);
+  std::string got;
+  for (char piece[5000];;) {
+    Result<int64_t> n = source->read(piece, sizeof piece);
+    ASSERT_TRUE(n.is_ok()) << n.status().message();
+    if (*n == 0) break;
+    got.append(piece, size_t(*n));
+  }
+  EXPECT_TRUE(got == bytes) << "the streamed bytes differ from the shard's";
+  const RemoteStats s = fs->stats();
+  const int64_t blocks = (int64_t(bytes.size()) + kBlock - 1) / kBlock;
+  EXPECT_EQ(s.prefetches, blocks - 1) << "every full block hints the next";
+  EXPECT_EQ(s.prefetch_hits, blocks - 1);
+  EXPECT_EQ(s.prefetch_wasted_bytes, 0);
 }
 
 }  // namespace

@@ -1,0 +1,138 @@
+#include "media/detail/remote_file.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+
+namespace hdl::detail {
+
+Status ObjectReader::read_range(const std::string& url, int64_t offset, int64_t n, void* dst) {
+  HDL_ASSIGN_OR_RETURN(HttpRequest q, range_request(url, offset, n, dst));
+  HDL_ASSIGN_OR_RETURN(HttpResponse r, client.perform(q));
+  return r.status / 100 == 2 ? Status::ok() : status_for(q, r);
+}
+
+void ObjectReader::fetch_range(const std::string& url, int64_t offset, int64_t n, void* dst,
+                               std::function<void(bool)> done) {
+  Result<HttpRequest> q = range_request(url, offset, n, dst);
+  if (!q.is_ok()) return done(false);
+  client.submit(std::move(*q), [done = std::move(done)](Result<HttpResponse> r) {
+    done(r.is_ok() && r->status / 100 == 2);
+  });
+}
+
+// One prefetched range: its buffer, filled by the FetchLoop. Its bytes stay reserved in the
+// client's budget until the read that takes it has copied it, else until the last owner (the
+// file, the transfer) lets go; then, if it had arrived, they were wasted.
+struct RemoteFile::Prefetch {
+  enum State { kRunning, kReady, kFailed };
+  Prefetch(PrefetchCounters& c, int64_t at, int64_t len)
+      : counters(c), offset(at), n(len), data(new char[size_t(len)]) {}
+  ~Prefetch() {
+    if (used) return;  // released by the read
+    if (state == kReady) counters.wasted_bytes.fetch_add(n, std::memory_order_relaxed);
+    counters.release(n);
+  }
+  PrefetchCounters& counters;
+  const int64_t offset, n;
+  const std::unique_ptr<char[]> data;
+  std::chrono::steady_clock::time_point ready_at{};
+  std::mutex mu;
+  std::condition_variable cv;
+  State state = kRunning;  // under mu
+  bool used = false;       // under mu
+};
+
+RemoteFile::RemoteFile(std::shared_ptr<ObjectReader> reader, std::string url, int64_t size, int64_t modified_ns)
+    : reader_(std::move(reader)), url_(std::move(url)), size_(size), modified_ns_(modified_ns),
+      block_(reader_->client.options().small_read_block) {}
+
+RemoteFile::~RemoteFile() = default;
+
+void RemoteFile::will_need(int64_t offset, int64_t n) const {
+  const RemoteOptions& o = reader_->client.options();
+  if (o.max_in_flight <= 0 || offset < 0 || n <= 0 || offset >= size_) return;
+  n = std::min(n, size_ - offset);
+  if (n <= 1024 && block_ > 0) return;  // read() fetches a whole block for these anyway
+  PrefetchCounters& counters = reader_->client.prefetch;
+  std::shared_ptr<Prefetch> p;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = prefetches_.upper_bound(offset); it != prefetches_.begin()) {  // already asked for?
+      const Prefetch& e = *std::prev(it)->second;
+      if (offset + n <= e.offset + e.n) return;
+    }
+    if (!counters.reserve(n, o.prefetch_bytes)) {
+      // Full: this file's prefetches ready and unread for kStaleMs are given up on first.
+      const auto now = std::chrono::steady_clock::now();
+      for (auto it = prefetches_.begin(); it != prefetches_.end();) {
+        bool stale;
+        {
+          Prefetch& e = *it->second;
+          std::lock_guard elock(e.mu);
+          stale = e.state != Prefetch::kRunning && now - e.ready_at > std::chrono::milliseconds(kStaleMs);
+        }
+        it = stale ? prefetches_.erase(it) : std::next(it);  // unlocked: this may destroy it
+      }
+      if (!counters.reserve(n, o.prefetch_bytes)) {
+        counters.cut.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+    }
+    p = std::make_shared<Prefetch>(counters, offset, n);
+    prefetches_[offset] = p;
+  }
+  counters.started.fetch_add(1, std::memory_order_relaxed);
+  reader_->fetch_range(url_, offset, n, p->data.get(), [p](bool ok) {
+    std::lock_guard lock(p->mu);
+    p->state = ok ? Prefetch::kReady : Prefetch::kFailed;
+    p->ready_at = std::chrono::steady_clock::now();
+    p->cv.notify_all();
+  });
+}
+
+std::shared_ptr<RemoteFile::Prefetch> RemoteFile::find(int64_t offset, int64_t n) const {
+  std::lock_guard lock(mu_);
+  auto it = prefetches_.upper_bound(offset);
+  if (it == prefetches_.begin()) return nullptr;
+  --it;
+  std::shared_ptr<Prefetch> p = it->second;
+  if (offset + n > p->offset + p->n) return nullptr;
+  if (offset + n == p->offset + p->n) prefetches_.erase(it);  // read to its end: done with it
+  return p;
+}
+
+Result<int64_t> RemoteFile::read(int64_t offset, int64_t n, void* dst) const {
+  if (offset < 0 || n < 0) return Status::invalid_argument("negative offset or length");
+  if (offset >= size_ || n == 0) return int64_t{0};
+  n = std::min(n, size_ - offset);
+  if (n <= 1024 && block_ > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_at_ < 0 || offset < cached_at_ || offset + n > cached_at_ + int64_t(cached_.size())) {
+      const int64_t len = std::min(block_, size_ - offset);
+      std::string block(size_t(len), '\0');
+      HDL_RETURN_IF_ERROR(reader_->read_range(url_, offset, len, block.data()));
+      cached_ = std::move(block);
+      cached_at_ = offset;
+    }
+    std::memcpy(dst, cached_.data() + (offset - cached_at_), size_t(n));
+    return n;
+  }
+  if (std::shared_ptr<Prefetch> p = find(offset, n)) {
+    std::unique_lock lock(p->mu);
+    p->cv.wait(lock, [&] { return p->state != Prefetch::kRunning; });
+    if (p->state == Prefetch::kReady) {  // a failed one is dropped: this read asks again
+      std::memcpy(dst, p->data.get() + (offset - p->offset), size_t(n));
+      if (!p->used && offset + n == p->offset + p->n) {  // the read that took it: its budget is free
+        p->used = true;
+        p->counters.release(p->n);
+      }
+      p->counters.hits.fetch_add(1, std::memory_order_relaxed);
+      return n;
+    }
+  }
+  HDL_RETURN_IF_ERROR(reader_->read_range(url_, offset, n, dst));
+  return n;
+}
+
+}  // namespace hdl::detail

@@ -1,0 +1,79 @@
+// Private to the remote file systems (media/remote_file_system.h): the RandomAccessFile both
+// return, and what it reads through.
+//
+// Prefetch (RandomAccessFile::will_need): a hinted range is fetched in the background by the
+// client's FetchLoop (media/detail/fetch_loop.h) into a buffer of the file's; a later read()
+// of bytes inside it is served from that buffer, waiting for the transfer if it still runs. A
+// prefetch that failed is dropped and the read makes its own request (so errors still come
+// from read(), with the URL and the status). Bounded: RemoteOptions::max_in_flight transfers
+// at a time, RemoteOptions::prefetch_bytes of buffers per client (a hint that does not fit is
+// cut: counted, not fetched), released when the read that reaches a buffer's end has copied it,
+// when the file is closed, or when it was ready and unread for kStaleMs and the file is hinted
+// again with the budget full (then counted as wasted bytes).
+//
+// Thread safety: every RemoteFile method may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "media/detail/http_client.h"
+
+namespace hdl::detail {
+
+/// What a RemoteFile reads through: the client, and how a protocol makes its range requests
+/// and words its errors.
+class ObjectReader {
+ public:
+  explicit ObjectReader(const RemoteOptions& options) : client(options) {}
+  virtual ~ObjectReader() = default;
+  /// The range GET of n bytes at offset of `url`, its body into dst.
+  virtual Result<HttpRequest> range_request(const std::string& url, int64_t offset, int64_t n, void* dst) const = 0;
+  /// A final error status as a Status naming the URL and the status (kNotFound for 404).
+  virtual Status status_for(const HttpRequest& q, const HttpResponse& r) const = 0;
+
+  /// Reads exactly n bytes at offset into dst (the caller clipped the range to the size).
+  Status read_range(const std::string& url, int64_t offset, int64_t n, void* dst);
+  /// read_range() in the background (HttpClient::submit); `done(true)` on the I/O thread when
+  /// all n bytes are in dst, done(false) when they will not be (whatever the reason).
+  void fetch_range(const std::string& url, int64_t offset, int64_t n, void* dst, std::function<void(bool)> done);
+
+  HttpClient client;
+};
+
+/// A remote object: size and stamp from open()'s HEAD; read() is a range read, clipped to the
+/// size, with reads of at most 1 KiB served from one cached block of options.small_read_block,
+/// and reads inside a prefetched range served from it.
+class RemoteFile final : public RandomAccessFile {
+ public:
+  RemoteFile(std::shared_ptr<ObjectReader> reader, std::string url, int64_t size, int64_t modified_ns);
+  ~RemoteFile() override;
+  int64_t size() const override { return size_; }
+  int64_t modified_ns() const override { return modified_ns_; }
+  Result<int64_t> read(int64_t offset, int64_t n, void* dst) const override;
+  void will_need(int64_t offset, int64_t n) const override;
+
+  /// A prefetch ready and unread for this long is dropped when the file is next hinted and the
+  /// budget is full.
+  static constexpr int64_t kStaleMs = 30000;
+  struct Prefetch;  // remote_file.cc
+
+ private:
+  // The prefetch holding [offset, offset + n), taken out of prefetches_ when the read reaches
+  // its end; null when none does.
+  std::shared_ptr<Prefetch> find(int64_t offset, int64_t n) const;
+
+  std::shared_ptr<ObjectReader> reader_;  // first: outlives the prefetches
+  std::string url_;
+  int64_t size_, modified_ns_, block_;
+  mutable std::mutex mu_;
+  mutable int64_t cached_at_ = -1;
+  mutable std::string cached_;
+  mutable std::map<int64_t, std::shared_ptr<Prefetch>> prefetches_;  // by offset, under mu_
+};
+
+}  // namespace hdl::detail
