@@ -202,7 +202,7 @@ class SampleRun final : public SampleIO {
 
   const SampleInfo& sample() const override { return info_; }
   std::optional<uint64_t> content_key() const override {
-    return info_.stable_index ? std::optional<uint64_t>(uint64_t(info_.dataset_index)) : content_key_;
+    return content_key_ ? content_key_ : SampleIO::content_key();  // the source's, else the stable index
   }
   void set_content_key(uint64_t key) override { content_key_ = key; }
   int num_inputs() const override { return static_cast<int>(node_->inputs.size()); }
