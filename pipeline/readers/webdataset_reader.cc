@@ -68,11 +68,10 @@ class OpenShards {
   Result<std::shared_ptr<const RandomAccessFile>> get(FileSystem& fs, int32_t shard, const std::string& path) {
     {
       std::lock_guard lock(mu_);
-      for (auto it = files_.begin(); it != files_.end(); ++it)
-        if (it->first == shard) {
-          files_.splice(files_.begin(), files_, it);
-          return files_.front().second;
-        }
+      if (const auto it = find(shard); it != files_.end()) {
+        files_.splice(files_.begin(), files_, it);
+        return files_.front().second;
+      }
     }
     HDL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> opened, fs.open(path));  // outside the lock
     std::shared_ptr<const RandomAccessFile> file(std::move(opened));
@@ -84,14 +83,18 @@ class OpenShards {
   // The shard's file when it is open; null when not (never opens: no I/O).
   std::shared_ptr<const RandomAccessFile> peek(int32_t shard) {
     std::lock_guard lock(mu_);
-    for (const auto& [s, file] : files_)
-      if (s == shard) return file;
-    return nullptr;
+    const auto it = find(shard);
+    return it != files_.end() ? it->second : nullptr;
   }
 
  private:
+  using Files = std::list<std::pair<int32_t, std::shared_ptr<const RandomAccessFile>>>;
+  Files::iterator find(int32_t shard) {  // under mu_
+    return std::find_if(files_.begin(), files_.end(), [&](const auto& e) { return e.first == shard; });
+  }
+
   std::mutex mu_;
-  std::list<std::pair<int32_t, std::shared_ptr<const RandomAccessFile>>> files_;  // most recent first
+  Files files_;  // most recent first
 };
 
 IndexCachePolicy parse_index_policy(const std::string& s) {
