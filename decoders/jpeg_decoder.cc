@@ -5,11 +5,22 @@
 #include <cstdio>
 #include <jpeglib.h>
 #include <jerror.h>
+// libjpeg's internal interfaces, for struct jpeg_entropy_decoder: an indexed window's Huffman
+// decoding is swapped in there (decode_indexed). Without the header, libjpeg decodes a window
+// JPEG instead.
+#if __has_include(<jpegint.h>)
+#include <jpegint.h>
+#define HDL_JPEG_OWN_ENTROPY 1
+#else
+#define HDL_JPEG_OWN_ENTROPY 0
+#endif
 // clang-format on
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "decoders/jpeg_index.h"
@@ -79,6 +90,18 @@ void on_emit_message(j_common_ptr cinfo, int level) {
 
 void on_output_message(j_common_ptr) {}
 
+#if HDL_JPEG_OWN_ENTROPY
+// libjpeg's coefficient controller calls this for every MCU of an indexed window (raster order;
+// MCU_data == nullptr when it skips rows), with the blocks zeroed. client_data is the decoder's
+// JpegWindowEntropy. A mismatch ends the decode as a libjpeg error would: the caller then
+// decodes the file itself.
+boolean window_decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
+  auto* entropy = static_cast<detail::JpegWindowEntropy*>(cinfo->client_data);
+  if (!entropy->decode_mcu(mcu ? reinterpret_cast<int16_t* const*>(mcu) : nullptr)) ERREXIT(cinfo, JERR_BAD_DCT_COEF);
+  return TRUE;
+}
+#endif
+
 // Called by libjpeg once per iMCU row it absorbs (jpeg_start_decompress reads every scan of a
 // multi-scan file before the first row comes out) and once per output row: a scan is counted
 // when its SOS marker has been read, before its entropy data is decoded.
@@ -133,6 +156,7 @@ class JpegDecoder final : public ImageDecoder {
     err_.pub.output_message = on_output_message;
     err_.reset();
     progress_.progress_monitor = on_progress;  // the decompressor is made per file (read_header)
+    cinfo_.client_data = &entropy_;             // (kept by jpeg_create_decompress)
   }
   ~JpegDecoder() override {
     if (created_) jpeg_destroy_decompress(&cinfo_);
@@ -255,6 +279,14 @@ class JpegDecoder final : public ImageDecoder {
     cinfo_.scale_num = 1;
     cinfo_.scale_denom = static_cast<unsigned>(window.scale_denom);
     jpeg_start_decompress(&cinfo_);
+#if HDL_JPEG_OWN_ENTROPY
+    if (own_entropy_) {
+      if (!cinfo_.entropy || cinfo_.blocks_in_MCU != entropy_.blocks_per_mcu() ||
+          int64_t(cinfo_.MCUs_per_row) != own_entropy_cols_)
+        fail("the window's MCUs are not the index's");
+      cinfo_.entropy->decode_mcu = window_decode_mcu;
+    }
+#endif
     const int64_t d = window.scale_denom;
     if (cinfo_.output_width != JDIMENSION((window.width + d - 1) / d) ||
         cinfo_.output_height != JDIMENSION((window.height + d - 1) / d))
@@ -330,7 +362,19 @@ class JpegDecoder final : public ImageDecoder {
     const detail::JpegMcuGrid& grid = detail::jpeg_index_grid(*index);
     if (grid.width != width || grid.height != height || grid.mcu_w != mcu_w || grid.mcu_h != mcu_h)
       return std::nullopt;
-    auto piece = detail::write_jpeg_window(data, *index, r0, r1, c0, c1, window_jpeg_);
+    Result<detail::JpegWindow> piece = Status::internal("");
+    bool own = false;
+#if HDL_JPEG_OWN_ENTROPY
+    if (options_.own_huffman) {
+      auto plan = detail::plan_jpeg_window(*index, r0, r1, c0, c1);
+      if (!plan.is_ok() || !entropy_.start(data, *index, *plan).is_ok()) return std::nullopt;
+      detail::write_jpeg_window_header(*index, *plan, window_jpeg_);
+      piece = plan->window;
+      own_entropy_cols_ = plan->c1 - plan->c0;
+      own = true;
+    }
+#endif
+    if (!own) piece = detail::write_jpeg_window(data, *index, r0, r1, c0, c1, window_jpeg_);
     if (!piece.is_ok()) return std::nullopt;
 
     *header_replaced = true;
@@ -341,7 +385,10 @@ class JpegDecoder final : public ImageDecoder {
     sub.stored.x -= piece->x;
     sub.stored.y -= piece->y;
     sub.scaled = sub.stored;
-    if (!decode_rows(sub, output_mode(request.color), out) || err_.warnings > 0) return std::nullopt;
+    own_entropy_ = own;
+    const bool decoded = decode_rows(sub, output_mode(request.color), out);
+    own_entropy_ = false;
+    if (!decoded || err_.warnings > 0) return std::nullopt;
     cache.count_hit();
     return Result<DecodeReport>(DecodeReport{});
   }
@@ -443,10 +490,21 @@ class JpegDecoder final : public ImageDecoder {
   bool created_ = false;
   int64_t slack_columns_ = 0;  // of the request being decoded
   std::vector<uint8_t> scratch_;
-  std::vector<uint8_t> window_jpeg_;  // decode_indexed's JPEG of the window's MCUs
+  std::vector<uint8_t> window_jpeg_;  // decode_indexed's JPEG of the window's MCUs (or its header)
+  detail::JpegWindowEntropy entropy_;  // decode_indexed's Huffman decoding, when own_huffman
+  bool own_entropy_ = false;           // decode_rows swaps entropy_ into libjpeg
+  int64_t own_entropy_cols_ = 0;       // the window's MCUs per row
 };
 
 }  // namespace
+
+bool JpegDecoderOptions::own_huffman_default() {
+  static const bool own = [] {
+    const char* v = std::getenv("HDL_JPEG_OWN_HUFFMAN");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return own;
+}
 
 std::unique_ptr<ImageDecoder> make_jpeg_decoder(const JpegDecoderOptions& options) {
   return std::make_unique<JpegDecoder>(options);

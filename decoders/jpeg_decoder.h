@@ -35,6 +35,14 @@ struct JpegDecoderOptions {
   /// pixels (exact); true takes the JPEG's Y plane (skips chroma work; differs by up to ~20
   /// levels on saturated colours).
   bool gray_from_luma = false;  // default: exact
+  /// Region decodes through the JPEG entry-point index (decoders/jpeg_index.h): true decodes
+  /// the window's Huffman codes with detail::JpegWindowEntropy, straight from the file, and
+  /// libjpeg-turbo does the rest (IDCT, upsampling, colour); false has libjpeg-turbo decode a
+  /// JPEG of the window's MCUs. Same pixels either way; true is faster. The environment
+  /// variable HDL_JPEG_OWN_HUFFMAN=0 sets the default to false (for A/B measurements).
+  bool own_huffman = own_huffman_default();
+
+  static bool own_huffman_default();
 };
 
 /// A new libjpeg-turbo decoder. name() is "libjpeg-turbo".

@@ -678,10 +678,8 @@ Result<std::shared_ptr<const JpegScanIndex>> build_jpeg_index(std::span<const ui
   return std::shared_ptr<const JpegScanIndex>(std::move(index));
 }
 
-Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegScanIndex& x, int64_t r0,
-                                     int64_t r1, int64_t c0, int64_t c1, std::vector<uint8_t>& out) {
-  const ParsedHeader& h = x.head;
-  const JpegMcuGrid& g = h.grid;
+Result<JpegWindowPlan> plan_jpeg_window(const JpegScanIndex& x, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  const JpegMcuGrid& g = x.head.grid;
   c0 = c0 / x.step * x.step;
   c1 = std::min<int64_t>(g.mcus_x, (c1 + x.step - 1) / x.step * x.step);
   if (!(0 <= r0 && r0 < r1 && r1 <= g.mcus_y && 0 <= c0 && c0 < c1 && c1 <= g.mcus_x))
@@ -694,25 +692,64 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
     if (c1 < g.mcus_x) c1 = std::min<int64_t>(g.mcus_x, c1 + x.step);
     else c0 -= x.step;
   }
-  JpegWindow win;
+  JpegWindowPlan plan;
+  JpegWindow& win = plan.window;
   win.x = c0 * g.mcu_w;
   win.y = r0 * g.mcu_h;
   win.width = std::min<int64_t>(g.width, c1 * g.mcu_w) - win.x;
   win.height = std::min<int64_t>(g.height, r1 * g.mcu_h) - win.y;
+  plan.r0 = r0, plan.r1 = r1, plan.c0 = c0, plan.c1 = c1;
+  return plan;
+}
 
-  auto entry = [&](int64_t row, int64_t col) -> size_t {  // col on the step grid or mcus_x
-    return col >= g.mcus_x ? size_t((row + 1) * x.per_row) : size_t(row * x.per_row + col / x.step);
-  };
+namespace {
+
+// Unstuffed bits from (a, abit) to (b, bbit), stuffed file offsets of data bytes.
+uint64_t unstuffed_bits(std::span<const uint8_t> data, size_t a, int abit, size_t b, int bbit) {
+  size_t stuffed = 0;
+  for (const uint8_t* p = data.data() + a; (p = static_cast<const uint8_t*>(std::memchr(p, 0xFF, data.data() + b - p))); ++p)
+    ++stuffed;
+  return (uint64_t(b - a) - stuffed) * 8 + uint64_t(bbit) - uint64_t(abit);
+}
+
+// The index entry of MCU (row, col), col on the step grid or mcus_x (then the next row's first).
+size_t entry_of(const JpegScanIndex& x, int64_t row, int64_t col) {
+  return col >= x.head.grid.mcus_x ? size_t((row + 1) * x.per_row) : size_t(row * x.per_row + col / x.step);
+}
+
+// Writes the window's markers up to its scan header, the frame's size patched; returns where
+// the entropy-coded data goes.
+uint8_t* put_window_header(const JpegScanIndex& x, const JpegWindow& win, uint8_t* out) {
+  const ParsedHeader& h = x.head;
+  std::memcpy(out, h.header.data(), h.header.size());
+  uint8_t* sof = out + h.sof_size_at;
+  sof[0] = uint8_t(win.height >> 8), sof[1] = uint8_t(win.height);
+  sof[2] = uint8_t(win.width >> 8), sof[3] = uint8_t(win.width);
+  return out + h.header.size();
+}
+
+}  // namespace
+
+void write_jpeg_window_header(const JpegScanIndex& x, const JpegWindowPlan& plan, std::vector<uint8_t>& out) {
+  out.resize(x.head.header.size() + 2);
+  uint8_t* p = put_window_header(x, plan.window, out.data());
+  p[0] = 0xFF, p[1] = 0xD9;
+}
+
+Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegScanIndex& x, int64_t r0,
+                                     int64_t r1, int64_t c0, int64_t c1, std::vector<uint8_t>& out) {
+  HDL_ASSIGN_OR_RETURN(JpegWindowPlan plan, plan_jpeg_window(x, r0, r1, c0, c1));
+  r0 = plan.r0, r1 = plan.r1, c0 = plan.c0, c1 = plan.c1;
+  const JpegWindow& win = plan.window;
+  const ParsedHeader& h = x.head;
+  auto entry = [&](int64_t row, int64_t col) { return entry_of(x, row, col); };
   auto offset_of = [&](size_t e) { return h.scan_start + (x.pos[e] >> 3); };
   // Room: the header, every byte of the segments (re-stuffing can at most double a byte) and
   // the DC codes that get longer.
   size_t room = h.header.size() + 64 + kTailPadding;
   for (int64_t r = r0; r < r1; ++r) room += 2 * (offset_of(entry(r, c1)) - offset_of(entry(r, c0)) + 8) + 16;
   out.resize(room);
-  std::memcpy(out.data(), h.header.data(), h.header.size());
-  uint8_t* sof = out.data() + h.sof_size_at;
-  sof[0] = uint8_t(win.height >> 8), sof[1] = uint8_t(win.height);
-  sof[2] = uint8_t(win.width >> 8), sof[3] = uint8_t(win.width);
+  put_window_header(x, win, out.data());
 
   // Decoding tables per table number the scan uses (the file's own); DC codes to re-encode
   // with (the extended tables of the window's header).
@@ -734,13 +771,7 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
       if (spec.vals[k] < kDcCategories) enc[td].code[spec.vals[k]] = codes[k], enc[td].len[spec.vals[k]] = lens[k];
   }
   const uint8_t* const file_end = data.data() + data.size();
-  // Unstuffed bits from (a, abit) to (b, bbit), stuffed file offsets of data bytes.
-  auto bits_between = [&](size_t a, int abit, size_t b, int bbit) -> uint64_t {
-    size_t stuffed = 0;
-    for (const uint8_t* p = data.data() + a; (p = static_cast<const uint8_t*>(std::memchr(p, 0xFF, data.data() + b - p))); ++p)
-      ++stuffed;
-    return (uint64_t(b - a) - stuffed) * 8 + uint64_t(bbit) - uint64_t(abit);
-  };
+  auto bits_between = [&](size_t a, int abit, size_t b, int bbit) { return unstuffed_bits(data, a, abit, b, bbit); };
   const auto mismatch = [] { return Status::invalid_data("entropy data does not match its index"); };
 
   BitWriter w(out.data() + h.header.size());
@@ -793,6 +824,314 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
   return win;
 }
 
+
+// ---- JpegWindowEntropy ----
+
+namespace {
+
+constexpr int kFastBits = 11;  // code + value bits resolved by one lookup
+
+// Zigzag position -> natural position, with 16 more entries for runs past the 64th coefficient
+// (libjpeg-turbo's jpeg_natural_order: they land on 63).
+constexpr int16_t kNatural[64 + 16] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13,
+    6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
+    39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+
+// A fast-table entry: bits to consume (0..31) | kind << 5 | run << 8 | size << 12 | value << 16.
+enum Kind : uint32_t { kSlow = 0, kFull = 1, kSize = 2, kEob = 3 };
+constexpr uint32_t fast_entry(int consume, Kind kind, int run, int size, int value) {
+  return uint32_t(consume) | uint32_t(kind) << 5 | uint32_t(run) << 8 | uint32_t(size) << 12 |
+         uint32_t(uint16_t(int16_t(value))) << 16;
+}
+
+inline uint64_t load_be64(const uint8_t* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  return __builtin_bswap64(w);
+}
+
+}  // namespace
+
+// Decoding tables for one Huffman table of a file: an entry per kFastBits-bit prefix that
+// resolves a code of up to kFastBits bits, with its value bits when they fit too; canonical
+// limits for longer codes. DC tables: the symbol is the value's size; AC: run << 4 | size.
+struct JpegWindowEntropy::Tables {
+  bool ac = false;
+  uint8_t bits[17] = {};
+  std::vector<uint8_t> vals;
+  uint32_t fast[1 << kFastBits];
+  int32_t maxcode[17];
+  int32_t valoffset[17];
+  uint8_t symbols[256] = {};
+
+  bool same(const HuffSpec& spec, bool is_ac) const {
+    return ac == is_ac && vals == spec.vals && std::memcmp(bits, spec.bits, sizeof(bits)) == 0;
+  }
+
+  bool build(const HuffSpec& spec, bool is_ac) {
+    ac = is_ac;
+    std::memcpy(bits, spec.bits, sizeof(bits));
+    vals = spec.vals;
+    std::vector<uint16_t> codes;
+    std::vector<uint8_t> lens;
+    if (!spec.defined || !canonical_codes(spec, &codes, &lens)) return false;
+    std::memset(fast, 0, sizeof(fast));
+    std::fill(std::begin(maxcode), std::end(maxcode), -1);
+    std::copy(spec.vals.begin(), spec.vals.end(), symbols);
+    size_t k = 0;
+    for (int l = 1; l <= 16; ++l) {
+      if (spec.bits[l] == 0) continue;
+      valoffset[l] = int32_t(k) - int32_t(codes[k]);
+      maxcode[l] = codes[k + spec.bits[l] - 1];
+      k += spec.bits[l];
+    }
+    for (size_t i = 0; i < codes.size(); ++i) {
+      const int len = lens[i];
+      if (len > kFastBits) continue;
+      const int sym = spec.vals[i];
+      const int run = ac ? sym >> 4 : 0, size = ac ? sym & 15 : sym;
+      if (!ac && size >= kDcCategories) continue;  // left to the slow path, which refuses it
+      const int free = kFastBits - len;
+      const uint32_t lo = uint32_t(codes[i]) << free;
+      for (uint32_t j = 0; j < (1u << free); ++j) {
+        uint32_t e;
+        if (ac && size == 0) {
+          e = run == 15 ? fast_entry(len, kFull, 15, 0, 0) : fast_entry(len, kEob, 0, 0, 0);
+        } else if (size == 0) {
+          e = fast_entry(len, kFull, 0, 0, 0);
+        } else if (len + size <= kFastBits) {
+          const uint32_t v = (j >> (free - size)) & ((1u << size) - 1);
+          e = fast_entry(len + size, kFull, run, size, extend(v, size));
+        } else {
+          e = fast_entry(len, kSize, run, size, 0);
+        }
+        fast[lo | j] = e;
+      }
+    }
+    return true;
+  }
+
+  // A code longer than kFastBits bits at the top of `buf`: its symbol and length, or -1.
+  int slow(uint64_t buf, int* len) const {
+    const uint32_t p = uint32_t(buf >> 48);
+    for (int l = kFastBits + 1; l <= 16; ++l) {
+      const int32_t code = int32_t(p >> (16 - l));
+      if (code <= maxcode[l]) {
+        *len = l;
+        return symbols[(code + valoffset[l]) & 0xFF];
+      }
+    }
+    return -1;
+  }
+};
+
+JpegWindowEntropy::JpegWindowEntropy() = default;
+JpegWindowEntropy::~JpegWindowEntropy() = default;
+
+Status JpegWindowEntropy::start(std::span<const uint8_t> data, const JpegScanIndex& x, const JpegWindowPlan& plan) {
+  const ParsedHeader& h = x.head;
+  if (!(0 <= plan.r0 && plan.r0 < plan.r1 && plan.r1 <= h.grid.mcus_y && 0 <= plan.c0 && plan.c0 < plan.c1 &&
+        plan.c1 <= h.grid.mcus_x))
+    return Status::invalid_argument("window outside the MCU grid");
+  data_ = data.data();
+  size_ = data.size();
+  index_ = &x;
+  plan_ = plan;
+  // Tables: the file's own (DC as the file defines them, as libjpeg decodes the file), built
+  // once per distinct table and kept for the next files (most share their encoder's tables).
+  auto tables_for = [&](const HuffSpec& spec, bool ac) -> const Tables* {
+    for (size_t i = 0; i < cache_.size(); ++i) {
+      if (cache_[i]->same(spec, ac)) {
+        std::rotate(cache_.begin(), cache_.begin() + ptrdiff_t(i), cache_.begin() + ptrdiff_t(i) + 1);
+        return cache_[0].get();
+      }
+    }
+    auto t = std::make_unique<Tables>();
+    if (!t->build(spec, ac)) return nullptr;
+    // Kept: more than the 6 tables a file can use, so this start's tables stay (the most recent).
+    constexpr size_t kKept = 8;
+    if (cache_.size() == kKept) cache_.pop_back();
+    cache_.insert(cache_.begin(), std::move(t));
+    return cache_[0].get();
+  };
+  blocks_ = 0;
+  for (int c = 0; c < h.ncomp; ++c) {
+    // (AC first: a DC lookup after it keeps both at the front of the cache.)
+    ac_[c] = tables_for(h.ac[h.comp[c].ac], true);
+    dc_[c] = tables_for(h.dc_file[h.comp[c].dc], false);
+    if (!dc_[c] || !ac_[c]) return Status::invalid_data("invalid Huffman table");
+    for (int b = 0; b < h.comp[c].blocks; ++b) comp_of_block_[blocks_++] = c;
+  }
+  cols_ = plan.c1 - plan.c0;
+  row_ = plan.r0 - 1;
+  col_ = cols_;
+  return Status::ok();
+}
+
+bool JpegWindowEntropy::next_row() {
+  if (++row_ >= plan_.r1) return false;
+  const JpegScanIndex& x = *index_;
+  const size_t e0 = entry_of(x, row_, plan_.c0), e1 = entry_of(x, row_, plan_.c1);
+  const size_t off0 = x.head.scan_start + (x.pos[e0] >> 3), off1 = x.head.scan_start + (x.pos[e1] >> 3);
+  if (off1 > size_ || off0 > off1) return false;
+  row_bits_ = unstuffed_bits({data_, size_}, off0, 0, off1, int(x.pos[e1] & 7));
+  for (int c = 0; c < x.head.ncomp; ++c) pred_[c] = x.dc[e0 * size_t(x.head.ncomp) + size_t(c)];
+  r_ = Reader{};
+  r_.p = data_ + off0;
+  r_.end = data_ + size_;
+  r_.refill_slow();
+  const int skip = int(x.pos[e0] & 7);
+  r_.buf <<= skip;
+  r_.n -= skip;
+  col_ = 0;
+  return true;
+}
+
+// Tops the buffer up to at least 57 bits a byte at a time: removes the 0x00 stuffed after each
+// 0xFF, and at a marker (or the end of the data) feeds zeros from then on, as libjpeg does.
+void JpegWindowEntropy::Reader::refill_slow() {
+  buf &= n ? ~uint64_t(0) << (64 - n) : 0;  // drop the look-ahead bits below n
+  while (n <= 56) {
+    uint32_t b = 0;
+    if (!marker && p < end) {
+      b = *p;
+      if (b == 0xFF) {
+        if (p + 1 < end && p[1] == 0x00) {
+          p += 2;
+        } else {
+          marker = true;
+          b = 0;
+        }
+      } else {
+        ++p;
+      }
+    } else {
+      marker = true;
+    }
+    buf |= uint64_t(b) << (56 - n);
+    n += 8;
+    ++loaded;
+  }
+}
+
+bool JpegWindowEntropy::decode_mcu(int16_t* const* blocks) {
+  if (col_ == cols_ && !next_row()) return false;
+  // The reader's state in locals (registers) for the loop; written back at the end.
+  uint64_t buf = r_.buf;
+  int n = r_.n;
+  const uint8_t* p = r_.p;
+  uint64_t loaded = r_.loaded;
+  const uint8_t* const fast_end = r_.end - 8;  // loads of 8 bytes from p <= fast_end
+  auto refill = [&] {
+    if (p <= fast_end && !r_.marker) {
+      const uint64_t w = load_be64(p);
+      if (!has_ff(w)) {
+        // Whole bytes behind the n valid bits; the partial next byte's bits sit below them
+        // and are loaded again, unchanged, by the next refill.
+        buf |= w >> n;
+        const int k = (63 - n) >> 3;
+        p += k;
+        loaded += uint64_t(k);
+        n |= 56;
+        return;
+      }
+    }
+    r_.buf = buf, r_.n = n, r_.p = p, r_.loaded = loaded;
+    r_.refill_slow();
+    buf = r_.buf, n = r_.n, p = r_.p, loaded = r_.loaded;
+  };
+  auto consume = [&](int k) {
+    buf <<= k;
+    n -= k;
+  };
+  auto value = [&](int size) {  // the next `size` (1..15) bits as a signed coefficient
+    const int v = extend(uint32_t(buf >> (64 - size)), size);
+    consume(size);
+    return v;
+  };
+  alignas(16) int16_t dropped[64];
+  bool ok = true;
+  for (int b = 0; b < blocks_ && ok; ++b) {
+    const int c = comp_of_block_[b];
+    int16_t* blk = blocks ? blocks[b] : dropped;
+    if (n < 32) refill();
+    // DC
+    const Tables& dct = *dc_[c];
+    uint32_t e = dct.fast[buf >> (64 - kFastBits)];
+    int diff;
+    switch (Kind((e >> 5) & 3)) {
+      case kFull:
+        consume(int(e & 31));
+        diff = int16_t(e >> 16);
+        break;
+      case kSize:
+        consume(int(e & 31));
+        diff = value(int(e >> 12) & 15);
+        break;
+      default: {
+        int len = 0;
+        const int s = dct.slow(buf, &len);
+        if (s < 0 || s >= kDcCategories) {
+          ok = false;
+          continue;
+        }
+        consume(len);
+        diff = s ? value(s) : 0;
+      }
+    }
+    pred_[c] += diff;
+    if (pred_[c] < -32768 || pred_[c] > 32767) {
+      ok = false;
+      continue;
+    }
+    blk[0] = int16_t(pred_[c]);
+    // AC: libjpeg's loop (k += run, a value at natural order k, k + 1; ZRL: k += 16; any other
+    // symbol of size 0 ends the block).
+    const Tables& act = *ac_[c];
+    for (int k = 1; k < 64;) {
+      if (n < 32) refill();
+      e = act.fast[buf >> (64 - kFastBits)];
+      const Kind kind = Kind((e >> 5) & 3);
+      if (kind == kFull) {
+        consume(int(e & 31));
+        k += int(e >> 8) & 15;
+        blk[kNatural[k]] = int16_t(e >> 16);
+        ++k;
+      } else if (kind == kEob) {
+        consume(int(e & 31));
+        break;
+      } else if (kind == kSize) {
+        consume(int(e & 31));
+        k += int(e >> 8) & 15;
+        blk[kNatural[k]] = int16_t(value(int(e >> 12) & 15));
+        ++k;
+      } else {
+        int len = 0;
+        const int s = act.slow(buf, &len);
+        if (s < 0) {
+          ok = false;
+          break;
+        }
+        consume(len);
+        const int run = s >> 4, size = s & 15;
+        if (size) {
+          k += run;
+          blk[kNatural[k]] = int16_t(value(size));
+          ++k;
+        } else {
+          if (run != 15) break;
+          k += 16;
+        }
+      }
+    }
+  }
+  r_.buf = buf, r_.n = n, r_.p = p, r_.loaded = loaded;
+  if (!ok) return false;
+  // The row's last MCU must end where the index says the next one starts.
+  if (++col_ == cols_ && r_.loaded * 8 - uint64_t(r_.n) != row_bits_) return false;
+  return true;
+}
 }  // namespace detail
 
 // ---- JpegIndexCache ----

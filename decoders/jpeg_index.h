@@ -141,6 +141,77 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
                                      int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                                      std::vector<uint8_t>& out);
 
+/// The MCUs a window decode reads: [r0, r1) x [c0, c1) widened as write_jpeg_window widens
+/// them, and the pixels they cover.
+struct JpegWindowPlan {
+  JpegWindow window;
+  int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+};
+/// kInvalidArgument if the MCUs are not inside the image's grid.
+Result<JpegWindowPlan> plan_jpeg_window(const JpegScanIndex& index, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
+
+/// Writes to `out` the markers of the window JPEG of `plan` up to its scan header, then EOI:
+/// what libjpeg needs to set up a decode of the window when JpegWindowEntropy, not libjpeg,
+/// decodes the entropy-coded data. (A decoder reading past the scan header meets EOI.)
+void write_jpeg_window_header(const JpegScanIndex& index, const JpegWindowPlan& plan, std::vector<uint8_t>& out);
+
+/// Huffman decoding of a window's MCUs straight from the file, at the index's entry points:
+/// the coefficients of every block, as libjpeg's own decoder would produce them from the file
+/// (the same symbols, run-length rules, overflow past the 64th coefficient and DC predictors),
+/// for libjpeg's coefficient controller to transform. It spares the window JPEG's bit copy
+/// and, with 11-bit tables that resolve a code and its value in one lookup, is faster than
+/// libjpeg-turbo 2.1's decoder (8-bit lookahead, the value read separately).
+///
+/// One instance per thread; the tables built for a file's Huffman tables are kept (a few) and
+/// reused for later files with the same tables.
+class JpegWindowEntropy {
+ public:
+  JpegWindowEntropy();
+  ~JpegWindowEntropy();
+  JpegWindowEntropy(const JpegWindowEntropy&) = delete;
+  JpegWindowEntropy& operator=(const JpegWindowEntropy&) = delete;
+
+  /// Starts at the first MCU of `plan`. `data` and `index` must outlive the decode.
+  /// kInvalidData if `data` does not match the index.
+  Status start(std::span<const uint8_t> data, const JpegScanIndex& index, const JpegWindowPlan& plan);
+  /// Blocks per MCU, in the scan's order (each component's blocks, component by component).
+  int blocks_per_mcu() const { return blocks_; }
+  /// Decodes the next MCU of the window (raster order) into `blocks[0..blocks_per_mcu())`,
+  /// each 64 coefficients in natural order, zeroed by the caller; `blocks` == nullptr decodes
+  /// and drops it. False if the data does not match the index (an invalid code, a row that
+  /// ends elsewhere than its index says, or no MCU left): the caller then decodes otherwise.
+  bool decode_mcu(int16_t* const* blocks);
+
+  struct Tables;  // (jpeg_index.cc)
+
+ private:
+  bool next_row();
+
+  struct Reader {
+    const uint8_t* p = nullptr;    // next byte to load
+    const uint8_t* end = nullptr;  // end of the file's bytes
+    uint64_t buf = 0;              // left-aligned; the bits below `n` are zero or the next bits
+    int n = 0;                     // valid bits in buf
+    uint64_t loaded = 0;           // bytes loaded (unstuffed; zeros fed past a marker included)
+    bool marker = false;
+    void refill_slow();
+  };
+
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  const JpegScanIndex* index_ = nullptr;
+  JpegWindowPlan plan_;
+  int blocks_ = 0;
+  int comp_of_block_[10] = {};
+  const Tables* dc_[3] = {};
+  const Tables* ac_[3] = {};
+  int pred_[3] = {};
+  int64_t row_ = 0, col_ = 0, cols_ = 0;
+  uint64_t row_bits_ = 0;  // unstuffed bits the current row's MCUs take, from its entry point
+  Reader r_;
+  std::vector<std::unique_ptr<Tables>> cache_;  // most recently used first
+};
+
 }  // namespace detail
 }  // namespace hdl
 HDL_API_END

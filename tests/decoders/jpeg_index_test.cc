@@ -5,6 +5,12 @@
 
 #include <gtest/gtest.h>
 
+// clang-format off: jpeglib.h needs <cstdio> first.
+#include <cstdio>
+#include <jpeglib.h>
+// clang-format on
+
+#include <array>
 #include <random>
 #include <set>
 
@@ -69,9 +75,16 @@ void check_file(ImageDecoder& dec, JpegIndexCache& cache, uint64_t key, const st
   }
 }
 
-TEST(JpegIndex, RegionDecodesEqualFullDecodeOnEveryLayout) {
+// Both ways of decoding a window: our Huffman decoder inside libjpeg (the default), and
+// libjpeg on a window JPEG.
+class JpegIndexBothWays : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(OwnHuffman, JpegIndexBothWays, ::testing::Bool());
+
+TEST_P(JpegIndexBothWays, RegionDecodesEqualFullDecodeOnEveryLayout) {
   HDL_REQUIRE_CORPUS();
-  auto dec = make_jpeg_decoder();
+  JpegDecoderOptions options;
+  options.own_huffman = GetParam();
+  auto dec = make_jpeg_decoder(options);
   JpegIndexCache cache(size_t(64) << 20);
   int compared = 0;
   uint64_t key = 0;
@@ -235,6 +248,138 @@ TEST(JpegIndex, CorruptFilesDecodeAsWithoutIndex) {
 }
 
 // The window JPEG itself: a valid file of the MCUs asked for, at their size.
+// The DCT coefficients of every block of a baseline JPEG, as libjpeg-turbo's own Huffman
+// decoder produces them (jpeg_read_coefficients): [component][block row][block column][64].
+struct Coefficients {
+  std::vector<std::vector<std::vector<std::array<int16_t, 64>>>> comp;
+  int h[3] = {}, v[3] = {};
+};
+Coefficients libjpeg_coefficients(const std::vector<uint8_t>& bytes) {
+  jpeg_decompress_struct cinfo{};
+  jpeg_error_mgr err{};
+  cinfo.err = jpeg_std_error(&err);
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  jvirt_barray_ptr* arrays = jpeg_read_coefficients(&cinfo);
+  Coefficients out;
+  for (int c = 0; c < cinfo.num_components; ++c) {
+    const jpeg_component_info& ci = cinfo.comp_info[c];
+    out.h[c] = ci.h_samp_factor, out.v[c] = ci.v_samp_factor;
+    // The arrays hold whole MCUs: the blocks past the image's right and bottom edges too.
+    const JDIMENSION rows = (ci.height_in_blocks + ci.v_samp_factor - 1) / ci.v_samp_factor * ci.v_samp_factor;
+    const JDIMENSION cols = (ci.width_in_blocks + ci.h_samp_factor - 1) / ci.h_samp_factor * ci.h_samp_factor;
+    auto& plane = out.comp.emplace_back(rows, std::vector<std::array<int16_t, 64>>(cols));
+    for (JDIMENSION y = 0; y < rows; ++y) {
+      JBLOCKARRAY row = (*cinfo.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&cinfo), arrays[c], y, 1, FALSE);
+      for (JDIMENSION x = 0; x < cols; ++x) std::copy(row[0][x], row[0][x] + 64, plane[y][x].begin());
+    }
+  }
+  jpeg_destroy_decompress(&cinfo);
+  return out;
+}
+
+// Decodes the MCUs [r0, r1) x [c0, c1) with JpegWindowEntropy and compares every block with
+// libjpeg's coefficients. Returns the blocks compared.
+int64_t check_window_coefficients(detail::JpegWindowEntropy& entropy, const std::vector<uint8_t>& bytes,
+                                  const detail::JpegScanIndex& index, const Coefficients& ref, int64_t r0,
+                                  int64_t r1, int64_t c0, int64_t c1) {
+  auto plan = detail::plan_jpeg_window(index, r0, r1, c0, c1);
+  EXPECT_TRUE(plan.is_ok()) << plan.status().to_string();
+  if (!plan.is_ok()) return 0;
+  Status s = entropy.start(bytes, index, *plan);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  const int ncomp = int(ref.comp.size());
+  const bool interleaved = ncomp > 1;
+  std::vector<std::array<int16_t, 64>> blocks(size_t(entropy.blocks_per_mcu()));
+  std::vector<int16_t*> ptrs;
+  for (auto& b : blocks) ptrs.push_back(b.data());
+  int64_t compared = 0;
+  for (int64_t my = plan->r0; my < plan->r1; ++my) {
+    for (int64_t mx = plan->c0; mx < plan->c1; ++mx) {
+      for (auto& b : blocks) b.fill(0);
+      // Every other MCU row is decoded and dropped, as libjpeg does when it skips rows.
+      const bool drop = (my - plan->r0) % 3 == 1;
+      if (!entropy.decode_mcu(drop ? nullptr : ptrs.data())) {
+        ADD_FAILURE() << "decode_mcu failed at MCU " << my << "," << mx;
+        return compared;
+      }
+      if (drop) continue;
+      size_t b = 0;
+      for (int c = 0; c < ncomp; ++c) {
+        const int h = interleaved ? ref.h[c] : 1, v = interleaved ? ref.v[c] : 1;
+        for (int y = 0; y < v; ++y)
+          for (int x = 0; x < h; ++x, ++b) {
+            const auto& want = ref.comp[size_t(c)][size_t(my * v + y)][size_t(mx * h + x)];
+            if (blocks[b] != want) {
+              ADD_FAILURE() << "MCU " << my << "," << mx << " component " << c << " block " << y << "," << x
+                            << " differs from libjpeg's coefficients";
+              return compared;
+            }
+            ++compared;
+          }
+      }
+    }
+  }
+  EXPECT_FALSE(entropy.decode_mcu(ptrs.data())) << "an MCU past the window";
+  return compared;
+}
+
+// The window Huffman decoder gives libjpeg's coefficients exactly, block for block, over whole
+// images and windows of them, on every baseline layout of the corpus and ImageNet-like photos.
+TEST(JpegIndex, WindowEntropyDecodesLibjpegsCoefficients) {
+  HDL_REQUIRE_CORPUS();
+  std::vector<fs::path> files;
+  for (auto& r : manifest_files("ok", "jpeg/"))
+    if (r.file.find("/large/") == std::string::npos) files.push_back(corpus_tests_dir() / r.file);
+  for (const fs::path& p : imagenet_photos(400)) files.push_back(p);
+  detail::JpegWindowEntropy entropy;  // one for all files: its table cache is exercised too
+  std::mt19937 rng(11);
+  int64_t compared = 0;
+  int indexed = 0;
+  for (const fs::path& path : files) {
+    SCOPED_TRACE(path.string());
+    auto bytes = read_file(path);
+    auto index = detail::build_jpeg_index(bytes);
+    if (!index.is_ok()) continue;  // progressive and the like: not indexed
+    ++indexed;
+    const Coefficients ref = libjpeg_coefficients(bytes);
+    const auto& g = detail::jpeg_index_grid(**index);
+    compared += check_window_coefficients(entropy, bytes, **index, ref, 0, g.mcus_y, 0, g.mcus_x);
+    for (int i = 0; i < 3 && !::testing::Test::HasFailure(); ++i) {
+      const int64_t c0 = int64_t(rng() % uint32_t(g.mcus_x)), r0 = int64_t(rng() % uint32_t(g.mcus_y));
+      const int64_t c1 = c0 + 1 + int64_t(rng() % uint32_t(g.mcus_x - c0));
+      const int64_t r1 = r0 + 1 + int64_t(rng() % uint32_t(g.mcus_y - r0));
+      compared += check_window_coefficients(entropy, bytes, **index, ref, r0, r1, c0, c1);
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(indexed, 350);
+  EXPECT_GT(compared, int64_t(1000000));
+}
+
+// Bytes that do not match the index (here: the file cut short inside its scan) fail the decode
+// instead of giving other coefficients silently.
+TEST(JpegIndex, WindowEntropyRefusesDataThatDoesNotMatchItsIndex) {
+  HDL_REQUIRE_CORPUS();
+  auto bytes = read_file(imagenet_photos(1).at(0));
+  auto index = detail::build_jpeg_index(bytes);
+  ASSERT_TRUE(index.is_ok()) << index.status().to_string();
+  const auto& g = detail::jpeg_index_grid(**index);
+  auto plan = detail::plan_jpeg_window(**index, 0, g.mcus_y, 0, g.mcus_x);
+  ASSERT_TRUE(plan.is_ok());
+  std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + ptrdiff_t(bytes.size() / 2));
+  detail::JpegWindowEntropy entropy;
+  ASSERT_TRUE(entropy.start(cut, **index, *plan).is_ok());
+  std::vector<std::array<int16_t, 64>> blocks(size_t(entropy.blocks_per_mcu()));
+  std::vector<int16_t*> ptrs;
+  for (auto& b : blocks) ptrs.push_back(b.data());
+  bool failed = false;
+  for (int64_t m = 0; m < g.mcus_x * g.mcus_y && !failed; ++m) failed = !entropy.decode_mcu(ptrs.data());
+  EXPECT_TRUE(failed);
+  EXPECT_FALSE(detail::plan_jpeg_window(**index, 0, g.mcus_y + 1, 0, 1).is_ok());
+}
+
 TEST(JpegIndex, WindowJpegIsAValidJpegOfTheMcus) {
   HDL_REQUIRE_CORPUS();
   auto bytes = read_file(imagenet_photos(1).at(0));
