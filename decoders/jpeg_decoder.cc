@@ -341,37 +341,38 @@ class JpegDecoder final : public ImageDecoder {
     const int64_t r0 = std::max<int64_t>(0, win.y - kContext) / mcu_h;
     const int64_t r1 = (std::min(height, win.y + win.h + kContext) + mcu_h - 1) / mcu_h;
     // Without the index libjpeg Huffman-decodes every MCU of the rows above the window's end;
-    // with it, the window's MCUs (widened to the index's column step).
+    // with it, the window's MCUs (widened to the index's column step). Our own Huffman decoder
+    // is faster than libjpeg's, so once a file has an index it pays for any window; building
+    // one (an extra pass) pays only for windows well inside the image, or when the caller
+    // expects many (random crops).
+    const bool own = HDL_JPEG_OWN_ENTROPY && options_.own_huffman;
     auto worth = [&](int64_t step) {
       const int64_t w0 = c0 / step * step, w1 = std::min(mcus_x, (c1 + step - 1) / step * step);
       return (w1 - w0) * (r1 - r0) * 10 <= r1 * mcus_x * 9;
     };
-    if (!worth(1) && !request.index_every_file) return std::nullopt;
-
     JpegIndexCache& cache = *request.index_cache;
     bool unindexable = false;
     std::shared_ptr<const detail::JpegScanIndex> index = cache.find(request.index_key, data, &unindexable);
     if (!index) {
+      if (!worth(1) && !request.index_every_file) return std::nullopt;
       if (unindexable || !cache.has_room()) return std::nullopt;
       auto built = detail::build_jpeg_index(data, cache.file_share());
       cache.insert(request.index_key, data, built.is_ok() ? *built : nullptr);
       if (!built.is_ok()) return std::nullopt;
       index = *built;
     }
-    if (!worth(detail::jpeg_index_column_step(*index))) return std::nullopt;
+    if (!own && !worth(detail::jpeg_index_column_step(*index))) return std::nullopt;
     const detail::JpegMcuGrid& grid = detail::jpeg_index_grid(*index);
     if (grid.width != width || grid.height != height || grid.mcu_w != mcu_w || grid.mcu_h != mcu_h)
       return std::nullopt;
     Result<detail::JpegWindow> piece = Status::internal("");
-    bool own = false;
 #if HDL_JPEG_OWN_ENTROPY
-    if (options_.own_huffman) {
+    if (own) {
       auto plan = detail::plan_jpeg_window(*index, r0, r1, c0, c1);
       if (!plan.is_ok() || !entropy_.start(data, *index, *plan).is_ok()) return std::nullopt;
       detail::write_jpeg_window_header(*index, *plan, window_jpeg_);
       piece = plan->window;
       own_entropy_cols_ = plan->c1 - plan->c0;
-      own = true;
     }
 #endif
     if (!own) piece = detail::write_jpeg_window(data, *index, r0, r1, c0, c1, window_jpeg_);

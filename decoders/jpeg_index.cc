@@ -831,18 +831,25 @@ namespace {
 
 constexpr int kFastBits = 11;  // code + value bits resolved by one lookup
 
-// Zigzag position -> natural position, with 16 more entries for runs past the 64th coefficient
-// (libjpeg-turbo's jpeg_natural_order: they land on 63).
-constexpr int16_t kNatural[64 + 16] = {
-    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13,
-    6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
-    39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+// Zigzag position -> natural position, with 64 more entries: runs past the 64th coefficient
+// land on 63 (libjpeg-turbo's jpeg_natural_order has 16 such entries), and so does an end of
+// block, which the fast table encodes as a zero written 64 positions on (harmless: nothing was
+// written at 63 before it, or the block would have ended there).
+constexpr int16_t kNatural[128] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20,
+    13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45,
+    38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+    63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+    63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
-// A fast-table entry: bits to consume (0..31) | kind << 5 | run << 8 | size << 12 | value << 16.
-enum Kind : uint32_t { kSlow = 0, kFull = 1, kSize = 2, kEob = 3 };
-constexpr uint32_t fast_entry(int consume, Kind kind, int run, int size, int value) {
-  return uint32_t(consume) | uint32_t(kind) << 5 | uint32_t(run) << 8 | uint32_t(size) << 12 |
-         uint32_t(uint16_t(int16_t(value))) << 16;
+// A fast-table entry: bits to consume (0..63) | flags | advance << 8 | value << 16.
+//  - plain: consume, k += advance (the run; 64 for an end of block), the value at k, k + 1;
+//  - kValueBits: the same, but the value is the next `size` bits (size in the value field);
+//  - kLongCode: the code is longer than kFastBits (or invalid): the slow path.
+// (The count in the low 6 bits: a 64-bit shift by the entry itself shifts by the count.)
+constexpr uint32_t kLongCode = 1u << 6, kValueBits = 1u << 7, kEndOfBlock = 64;
+constexpr uint32_t fast_entry(int consume, uint32_t flags, int advance, int value) {
+  return uint32_t(consume) | flags | uint32_t(advance) << 8 | uint32_t(uint16_t(int16_t(value))) << 16;
 }
 
 inline uint64_t load_be64(const uint8_t* p) {
@@ -876,7 +883,7 @@ struct JpegWindowEntropy::Tables {
     std::vector<uint16_t> codes;
     std::vector<uint8_t> lens;
     if (!spec.defined || !canonical_codes(spec, &codes, &lens)) return false;
-    std::memset(fast, 0, sizeof(fast));
+    std::fill(std::begin(fast), std::end(fast), kLongCode);
     std::fill(std::begin(maxcode), std::end(maxcode), -1);
     std::copy(spec.vals.begin(), spec.vals.end(), symbols);
     size_t k = 0;
@@ -897,14 +904,14 @@ struct JpegWindowEntropy::Tables {
       for (uint32_t j = 0; j < (1u << free); ++j) {
         uint32_t e;
         if (ac && size == 0) {
-          e = run == 15 ? fast_entry(len, kFull, 15, 0, 0) : fast_entry(len, kEob, 0, 0, 0);
+          e = run == 15 ? fast_entry(len, 0, 15, 0) : fast_entry(len, 0, kEndOfBlock, 0);
         } else if (size == 0) {
-          e = fast_entry(len, kFull, 0, 0, 0);
+          e = fast_entry(len, 0, 0, 0);
         } else if (len + size <= kFastBits) {
           const uint32_t v = (j >> (free - size)) & ((1u << size) - 1);
-          e = fast_entry(len + size, kFull, run, size, extend(v, size));
+          e = fast_entry(len + size, 0, run, extend(v, size));
         } else {
-          e = fast_entry(len, kSize, run, size, 0);
+          e = fast_entry(len, kValueBits, run, size);
         }
         fast[lo | j] = e;
       }
@@ -1060,25 +1067,21 @@ bool JpegWindowEntropy::decode_mcu(int16_t* const* blocks) {
     const Tables& dct = *dc_[c];
     uint32_t e = dct.fast[buf >> (64 - kFastBits)];
     int diff;
-    switch (Kind((e >> 5) & 3)) {
-      case kFull:
-        consume(int(e & 31));
-        diff = int16_t(e >> 16);
-        break;
-      case kSize:
-        consume(int(e & 31));
-        diff = value(int(e >> 12) & 15);
-        break;
-      default: {
-        int len = 0;
-        const int s = dct.slow(buf, &len);
-        if (s < 0 || s >= kDcCategories) {
-          ok = false;
-          continue;
-        }
-        consume(len);
-        diff = s ? value(s) : 0;
+    if (!(e & (kLongCode | kValueBits))) {
+      consume(int(e & 63));
+      diff = int16_t(e >> 16);
+    } else if (e & kValueBits) {
+      consume(int(e & 63));
+      diff = value(int(e >> 16));
+    } else {
+      int len = 0;
+      const int s = dct.slow(buf, &len);
+      if (s < 0 || s >= kDcCategories) {
+        ok = false;
+        continue;
       }
+      consume(len);
+      diff = s ? value(s) : 0;
     }
     pred_[c] += diff;
     if (pred_[c] < -32768 || pred_[c] > 32767) {
@@ -1092,19 +1095,15 @@ bool JpegWindowEntropy::decode_mcu(int16_t* const* blocks) {
     for (int k = 1; k < 64;) {
       if (n < 32) refill();
       e = act.fast[buf >> (64 - kFastBits)];
-      const Kind kind = Kind((e >> 5) & 3);
-      if (kind == kFull) {
-        consume(int(e & 31));
-        k += int(e >> 8) & 15;
+      if (!(e & (kLongCode | kValueBits))) {  // the common case: code and value in one lookup
+        consume(int(e & 63));
+        k += int(e >> 8) & 127;
         blk[kNatural[k]] = int16_t(e >> 16);
         ++k;
-      } else if (kind == kEob) {
-        consume(int(e & 31));
-        break;
-      } else if (kind == kSize) {
-        consume(int(e & 31));
-        k += int(e >> 8) & 15;
-        blk[kNatural[k]] = int16_t(value(int(e >> 12) & 15));
+      } else if (e & kValueBits) {
+        consume(int(e & 63));
+        k += int(e >> 8) & 127;
+        blk[kNatural[k]] = int16_t(value(int(e >> 16)));
         ++k;
       } else {
         int len = 0;

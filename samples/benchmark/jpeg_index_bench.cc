@@ -9,7 +9,18 @@
 //   window    microseconds per window JPEG of the central 2/3 x 2/3 of the MCU rows and columns,
 //             and its bytes (best of 5 rounds)
 //   narrow    the same for a window one MCU wide: the per-row cost without the bulk copy
+//   huffman   microseconds per file for the Huffman decoding of every MCU: libjpeg-turbo's
+//             (jpeg_read_coefficients, which also stores the blocks) against ours
+//             (JpegWindowEntropy over the whole image, each MCU's blocks zeroed first, as
+//             libjpeg's coefficient controller does), and the ratio (best of 5 rounds)
+// clang-format off: jpeglib.h needs <cstdio> first.
+#include <cstdio>
+#include <jpeglib.h>
+// clang-format on
+
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -86,5 +97,39 @@ int main(int argc, char** argv) {
     }
     std::printf("%-9s %.1f us/window, %.0f bytes/window\n", narrow ? "narrow" : "window", best / n, double(bytes) / n);
   }
+  // Huffman decoding of whole images.
+  double best_libjpeg = 1e300, best_ours = 1e300;
+  detail::JpegWindowEntropy entropy;
+  std::array<std::array<int16_t, 64>, 10> blocks;
+  int16_t* ptrs[10];
+  for (size_t b = 0; b < blocks.size(); ++b) ptrs[b] = blocks[b].data();
+  for (int round = 0; round < 5; ++round) {
+    double t0 = now_us();
+    for (const auto& bytes : files) {
+      jpeg_decompress_struct cinfo{};
+      jpeg_error_mgr err{};
+      cinfo.err = jpeg_std_error(&err);
+      jpeg_create_decompress(&cinfo);
+      jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
+      jpeg_read_header(&cinfo, TRUE);
+      jpeg_read_coefficients(&cinfo);
+      jpeg_destroy_decompress(&cinfo);
+    }
+    best_libjpeg = std::min(best_libjpeg, now_us() - t0);
+    t0 = now_us();
+    for (size_t i = 0; i < files.size(); ++i) {
+      const auto& g = detail::jpeg_index_grid(*indexes[i]);
+      auto plan = detail::plan_jpeg_window(*indexes[i], 0, g.mcus_y, 0, g.mcus_x);
+      if (!plan.is_ok() || !entropy.start(files[i], *indexes[i], *plan).is_ok()) return 1;
+      const size_t bytes_per_mcu = size_t(entropy.blocks_per_mcu()) * sizeof(blocks[0]);
+      for (int64_t m = 0; m < g.mcus_x * g.mcus_y; ++m) {
+        std::memset(blocks.data(), 0, bytes_per_mcu);
+        if (!entropy.decode_mcu(ptrs)) return 1;
+      }
+    }
+    best_ours = std::min(best_ours, now_us() - t0);
+  }
+  std::printf("huffman   libjpeg-turbo %.1f us/file, ours %.1f us/file: %.2fx\n", best_libjpeg / n, best_ours / n,
+              best_libjpeg / best_ours);
   return 0;
 }
