@@ -844,7 +844,8 @@ constexpr int16_t kNatural[128] = {
 
 // A fast-table entry: bits to consume (0..63) | flags | advance << 8 | value << 16.
 //  - plain: consume, k += advance (the run; 64 for an end of block), the value at k, k + 1;
-//  - kValueBits: the same, but the value is the next `size` bits (size in the value field);
+//  - kValueBits: the value is the last `size` (the value field) of the bits to consume, the
+//    code's and the value's, which did not fit in the lookup;
 //  - kLongCode: the code is longer than kFastBits (or invalid): the slow path.
 // (The count in the low 6 bits: a 64-bit shift by the entry itself shifts by the count.)
 constexpr uint32_t kLongCode = 1u << 6, kValueBits = 1u << 7, kEndOfBlock = 64;
@@ -911,7 +912,7 @@ struct JpegWindowEntropy::Tables {
           const uint32_t v = (j >> (free - size)) & ((1u << size) - 1);
           e = fast_entry(len + size, 0, run, extend(v, size));
         } else {
-          e = fast_entry(len, kValueBits, run, size);
+          e = fast_entry(len + size, kValueBits, run, size);
         }
         fast[lo | j] = e;
       }
@@ -1057,6 +1058,13 @@ bool JpegWindowEntropy::decode_mcu(int16_t* const* blocks) {
     consume(size);
     return v;
   };
+  // A kValueBits entry: code and value consumed at once (one shift of buf, not two in a row).
+  auto code_and_value = [&](uint32_t e) {
+    const int total = int(e & 63), size = int(e >> 16);
+    const uint32_t raw = uint32_t(buf >> (64 - total)) & ((1u << size) - 1);
+    consume(total);
+    return extend(raw, size);
+  };
   alignas(16) int16_t dropped[64];
   bool ok = true;
   for (int b = 0; b < blocks_ && ok; ++b) {
@@ -1071,8 +1079,7 @@ bool JpegWindowEntropy::decode_mcu(int16_t* const* blocks) {
       consume(int(e & 63));
       diff = int16_t(e >> 16);
     } else if (e & kValueBits) {
-      consume(int(e & 63));
-      diff = value(int(e >> 16));
+      diff = code_and_value(e);
     } else {
       int len = 0;
       const int s = dct.slow(buf, &len);
@@ -1101,9 +1108,8 @@ bool JpegWindowEntropy::decode_mcu(int16_t* const* blocks) {
         blk[kNatural[k]] = int16_t(e >> 16);
         ++k;
       } else if (e & kValueBits) {
-        consume(int(e & 63));
         k += int(e >> 8) & 127;
-        blk[kNatural[k]] = int16_t(value(int(e >> 16)));
+        blk[kNatural[k]] = int16_t(code_and_value(e));
         ++k;
       } else {
         int len = 0;

@@ -6,12 +6,17 @@
 // every MCU before the last row of a window, including the columns left and right of it. Once a
 // file has been parsed, its index records for every MCU (every `column_step`-th MCU of a row) the
 // bit position where it starts and the DC predictors before it. A later region decode then
-// assembles a small JPEG that holds only the MCUs covering the window (plus the pixel of
-// context chroma upsampling needs): the entropy-coded segments of the window's MCU rows are
-// copied bit for bit, and the first DC difference of each segment is re-encoded against its new
-// predecessor (the DC tables are extended with codes for any missing magnitude categories;
-// existing codes are unchanged). libjpeg-turbo decodes that JPEG; the window's pixels are bit
-// for bit those of a full decode (tested on every corpus photo).
+// reads only the MCUs covering the window (plus the pixel of context chroma upsampling needs),
+// one of two ways:
+//  - JpegWindowEntropy decodes their Huffman codes straight from the file, starting each MCU
+//    row at its entry point, inside libjpeg-turbo (in place of its entropy decoder; libjpeg
+//    does the rest), faster than libjpeg's own Huffman decoding;
+//  - write_jpeg_window assembles a small JPEG of those MCUs for libjpeg-turbo to decode: the
+//    entropy-coded segments of the window's MCU rows copied bit for bit, the first DC
+//    difference of each segment re-encoded against its new predecessor (the DC tables extended
+//    with codes for any missing magnitude categories; existing codes are unchanged).
+// Either way the window's pixels are bit for bit those of a full decode (tested on every
+// corpus photo).
 //
 // The index is built the first time a file is decoded with a region (one extra Huffman pass,
 // about half a decode) and kept in a JpegIndexCache shared by all decoder threads, so the gain
