@@ -974,169 +974,219 @@ Status JpegWindowEntropy::start(std::span<const uint8_t> data, const JpegScanInd
   cols_ = plan.c1 - plan.c0;
   row_ = plan.r0 - 1;
   col_ = cols_;
+  slot_row_[0] = slot_row_[1] = -1;
   return Status::ok();
 }
 
-bool JpegWindowEntropy::next_row() {
-  if (++row_ >= plan_.r1) return false;
+namespace {
+
+// One window row's bit stream being decoded, and where it is in the row. Kept in locals that
+// the compiler holds in registers: nothing takes their address.
+struct RowStream {
+  uint64_t buf = 0;              // left-aligned; the bits below n are zero or the next bits
+  int n = 0;                     // valid bits in buf
+  const uint8_t* p = nullptr;    // next byte to load (of the unstuffed row)
+  int k = 0;                     // the block's next coefficient (zigzag); 0: its DC
+  int16_t* blk = nullptr;        // the block's 64 coefficients
+  const uint32_t* ac = nullptr;  // the block's AC fast table
+  int bi = 0;                    // the block's place in its MCU
+  int64_t left = 0;              // blocks left in the row; 0: done
+};
+
+constexpr size_t kRowPadding = 16;  // zeros after an unstuffed row: loads of 8 bytes stay inside
+
+}  // namespace
+
+// Copies row `row`'s entropy-coded bytes, from its entry point to the next MCU's, into
+// `out` without the 0x00 stuffed after each 0xFF, then kRowPadding zeros (what libjpeg feeds
+// past the data). `*want_bits`: the bits from the first byte's first bit to where the row's
+// last MCU ends. False if a marker sits inside the row (the data is not the index's).
+bool JpegWindowEntropy::unstuff_row(int64_t row, std::vector<uint8_t>& out, uint64_t* want_bits, int* skip) const {
   const JpegScanIndex& x = *index_;
-  const size_t e0 = entry_of(x, row_, plan_.c0), e1 = entry_of(x, row_, plan_.c1);
+  const size_t e0 = entry_of(x, row, plan_.c0), e1 = entry_of(x, row, plan_.c1);
   const size_t off0 = x.head.scan_start + (x.pos[e0] >> 3), off1 = x.head.scan_start + (x.pos[e1] >> 3);
-  if (off1 > size_ || off0 > off1) return false;
-  row_bits_ = unstuffed_bits({data_, size_}, off0, 0, off1, int(x.pos[e1] & 7));
-  for (int c = 0; c < x.head.ncomp; ++c) pred_[c] = x.dc[e0 * size_t(x.head.ncomp) + size_t(c)];
-  r_ = Reader{};
-  r_.p = data_ + off0;
-  r_.end = data_ + size_;
-  r_.refill_slow();
-  const int skip = int(x.pos[e0] & 7);
-  r_.buf <<= skip;
-  r_.n -= skip;
-  col_ = 0;
+  const int bit1 = int(x.pos[e1] & 7);
+  const size_t stop = bit1 ? off1 + 1 : off1;  // the last byte holding bits of the row
+  if (stop > size_ || off0 > off1) return false;
+  if (out.size() < stop - off0 + kRowPadding) out.resize(stop - off0 + kRowPadding);
+  uint8_t* o = out.data();
+  size_t i = off0;
+  while (i < stop) {
+    const auto* ff = static_cast<const uint8_t*>(std::memchr(data_ + i, 0xFF, stop - i));
+    const size_t upto = ff ? size_t(ff - data_) + 1 : stop;  // through the 0xFF
+    std::memcpy(o, data_ + i, upto - i);
+    o += upto - i;
+    i = upto;
+    if (ff) {
+      if (i >= size_ || data_[i] != 0x00) return false;  // a marker inside the row
+      ++i;
+    }
+  }
+  const size_t bytes = size_t(o - out.data());
+  std::memset(o, 0, kRowPadding);
+  *want_bits = uint64_t(bytes - (bit1 ? 1 : 0)) * 8 + uint64_t(bit1);
+  *skip = int(x.pos[e0] & 7);
   return true;
 }
 
-// Tops the buffer up to at least 57 bits a byte at a time: removes the 0x00 stuffed after each
-// 0xFF, and at a marker (or the end of the data) feeds zeros from then on, as libjpeg does.
-void JpegWindowEntropy::Reader::refill_slow() {
-  buf &= n ? ~uint64_t(0) << (64 - n) : 0;  // drop the look-ahead bits below n
-  while (n <= 56) {
-    uint32_t b = 0;
-    if (!marker && p < end) {
-      b = *p;
-      if (b == 0xFF) {
-        if (p + 1 < end && p[1] == 0x00) {
-          p += 2;
-        } else {
-          marker = true;
-          b = 0;
-        }
-      } else {
-        ++p;
-      }
-    } else {
-      marker = true;
+// Decodes rows `ra` and `rb` (-1: none) of the window into slots 0 and 1. The two rows are
+// independent bit streams (each starts at its own entry point with its recorded predictors),
+// decoded one symbol each in turn: a symbol's decoding is a chain of dependent steps (shift,
+// table lookup, shift by what it says), so one stream leaves most of the core idle; two chains
+// side by side overlap. Each row is unstuffed first, so the bit reader's refill is a plain
+// 8-byte load.
+bool JpegWindowEntropy::decode_rows(int64_t ra, int64_t rb) {
+  const JpegScanIndex& x = *index_;
+  const int ncomp = x.head.ncomp;
+  const size_t row_coefs = size_t(cols_) * size_t(blocks_) * 64;
+  if (rows_.size() < 2 * row_coefs) rows_.resize(2 * row_coefs);
+  int pred[2][3] = {};
+  uint64_t want[2] = {};
+  const uint8_t* limit[2] = {};  // loads from at most here (the padding): a bad row cannot run off
+  RowStream a, b;
+  auto begin = [&](RowStream& st, int slot, int64_t row) {
+    slot_row_[slot] = row;
+    if (row < 0) return true;
+    int skip = 0;
+    if (!unstuff_row(row, unstuffed_[slot], &want[slot], &skip)) return false;
+    const size_t e0 = entry_of(x, row, plan_.c0);
+    for (int c = 0; c < ncomp; ++c) pred[slot][c] = x.dc[e0 * size_t(ncomp) + size_t(c)];
+    st.p = unstuffed_[slot].data();
+    // A valid row's reads end within 8 bytes of its last bit; past that only a bad row goes.
+    limit[slot] = st.p + (want[slot] + 7) / 8 + 8;
+    st.buf = load_be64(st.p) << skip;
+    st.p += 7;
+    st.n = 56 - skip;
+    st.left = cols_ * blocks_;
+    st.blk = rows_.data() + size_t(slot) * row_coefs;
+    std::memset(st.blk, 0, row_coefs * sizeof(int16_t));
+    return true;
+  };
+  if (!begin(a, 0, ra) || !begin(b, 1, rb)) return false;
+  const uint8_t* const start[2] = {unstuffed_[0].data(), unstuffed_[1].data()};
+
+  // One symbol of `st`: a block's DC, or one of its AC codes. False on an invalid code or DC.
+  auto step = [&](RowStream& st, int slot) __attribute__((always_inline)) {
+    if (st.n < 32) {
+      // Whole bytes behind the n valid bits; the partial next byte's bits sit below them and
+      // are loaded again, unchanged, by the next refill.
+      st.buf |= load_be64(st.p) >> st.n;
+      st.p += (63 - st.n) >> 3;
+      st.n |= 56;
+      if (st.p > limit[slot]) st.p = limit[slot];  // past the row: zeros (caught at its end)
     }
-    buf |= uint64_t(b) << (56 - n);
-    n += 8;
-    ++loaded;
-  }
+    auto consume = [&](int bits) {
+      st.buf <<= bits;
+      st.n -= bits;
+    };
+    auto value = [&](int size) {  // the next `size` (1..15) bits as a signed coefficient
+      const int v = extend(uint32_t(st.buf >> (64 - size)), size);
+      consume(size);
+      return v;
+    };
+    auto code_and_value = [&](uint32_t e) {  // a kValueBits entry: both consumed at once
+      const int total = int(e & 63), size = int(e >> 16);
+      const uint32_t raw = uint32_t(st.buf >> (64 - total)) & ((1u << size) - 1);
+      consume(total);
+      return extend(raw, size);
+    };
+    if (st.k == 0) [[unlikely]] {  // DC
+      const int c = comp_of_block_[st.bi];
+      const Tables& t = *dc_[c];
+      const uint32_t e = t.fast[st.buf >> (64 - kFastBits)];
+      int diff;
+      if (!(e & (kLongCode | kValueBits))) {
+        consume(int(e & 63));
+        diff = int16_t(e >> 16);
+      } else if (e & kValueBits) {
+        diff = code_and_value(e);
+      } else {
+        int len = 0;
+        const int sym = t.slow(st.buf, &len);
+        if (sym < 0 || sym >= kDcCategories) return false;
+        consume(len);
+        diff = sym ? value(sym) : 0;
+      }
+      int& pr = pred[slot][c];
+      pr += diff;
+      if (pr < -32768 || pr > 32767) return false;
+      st.blk[0] = int16_t(pr);
+      st.ac = ac_[c]->fast;
+      st.k = 1;
+      return true;
+    }
+    // AC: libjpeg's loop (k += run, a value at natural order k, k + 1; ZRL: k += 16; any other
+    // symbol of size 0 ends the block).
+    const uint32_t e = st.ac[st.buf >> (64 - kFastBits)];
+    if (!(e & (kLongCode | kValueBits))) [[likely]] {  // code and value in one lookup
+      consume(int(e & 63));
+      st.k += int(e >> 8) & 127;
+      st.blk[kNatural[st.k]] = int16_t(e >> 16);
+      ++st.k;
+    } else if (e & kValueBits) {
+      st.k += int(e >> 8) & 127;
+      st.blk[kNatural[st.k]] = int16_t(code_and_value(e));
+      ++st.k;
+    } else {
+      int len = 0;
+      const int sym = ac_[comp_of_block_[st.bi]]->slow(st.buf, &len);
+      if (sym < 0) return false;
+      consume(len);
+      const int run = sym >> 4, size = sym & 15;
+      if (size) {
+        st.k += run;
+        st.blk[kNatural[st.k]] = int16_t(value(size));
+        ++st.k;
+      } else {
+        st.k = run == 15 ? st.k + 16 : 64;
+      }
+    }
+    if (st.k >= 64) [[unlikely]] {  // the block is done
+      st.k = 0;
+      st.blk += 64;
+      if (++st.bi == blocks_) st.bi = 0;
+      --st.left;
+    }
+    return true;
+  };
+  while (a.left > 0 && b.left > 0)
+    if (!step(a, 0) || !step(b, 1)) return false;
+  while (a.left > 0)
+    if (!step(a, 0)) return false;
+  while (b.left > 0)
+    if (!step(b, 1)) return false;
+  // Each row must end where the index says the next MCU starts.
+  if (ra >= 0 && uint64_t(a.p - start[0]) * 8 - uint64_t(a.n) != want[0]) return false;
+  if (rb >= 0 && uint64_t(b.p - start[1]) * 8 - uint64_t(b.n) != want[1]) return false;
+  return true;
 }
 
 bool JpegWindowEntropy::decode_mcu(int16_t* const* blocks) {
-  if (col_ == cols_ && !next_row()) return false;
-  // The reader's state in locals (registers) for the loop; written back at the end.
-  uint64_t buf = r_.buf;
-  int n = r_.n;
-  const uint8_t* p = r_.p;
-  uint64_t loaded = r_.loaded;
-  const uint8_t* const fast_end = r_.end - 8;  // loads of 8 bytes from p <= fast_end
-  auto refill = [&] {
-    if (p <= fast_end && !r_.marker) {
-      const uint64_t w = load_be64(p);
-      if (!has_ff(w)) {
-        // Whole bytes behind the n valid bits; the partial next byte's bits sit below them
-        // and are loaded again, unchanged, by the next refill.
-        buf |= w >> n;
-        const int k = (63 - n) >> 3;
-        p += k;
-        loaded += uint64_t(k);
-        n |= 56;
-        return;
-      }
-    }
-    r_.buf = buf, r_.n = n, r_.p = p, r_.loaded = loaded;
-    r_.refill_slow();
-    buf = r_.buf, n = r_.n, p = r_.p, loaded = r_.loaded;
-  };
-  auto consume = [&](int k) {
-    buf <<= k;
-    n -= k;
-  };
-  auto value = [&](int size) {  // the next `size` (1..15) bits as a signed coefficient
-    const int v = extend(uint32_t(buf >> (64 - size)), size);
-    consume(size);
-    return v;
-  };
-  // A kValueBits entry: code and value consumed at once (one shift of buf, not two in a row).
-  auto code_and_value = [&](uint32_t e) {
-    const int total = int(e & 63), size = int(e >> 16);
-    const uint32_t raw = uint32_t(buf >> (64 - total)) & ((1u << size) - 1);
-    consume(total);
-    return extend(raw, size);
-  };
-  alignas(16) int16_t dropped[64];
-  bool ok = true;
-  for (int b = 0; b < blocks_ && ok; ++b) {
-    const int c = comp_of_block_[b];
-    int16_t* blk = blocks ? blocks[b] : dropped;
-    if (n < 32) refill();
-    // DC
-    const Tables& dct = *dc_[c];
-    uint32_t e = dct.fast[buf >> (64 - kFastBits)];
-    int diff;
-    if (!(e & (kLongCode | kValueBits))) {
-      consume(int(e & 63));
-      diff = int16_t(e >> 16);
-    } else if (e & kValueBits) {
-      diff = code_and_value(e);
+  if (col_ == cols_) {  // the next row: decoded already, or decoded now with the one after it
+    if (++row_ >= plan_.r1) return false;
+    col_ = 0;
+    if (slot_row_[0] == row_) {
+      slot_ = 0;
+    } else if (slot_row_[1] == row_) {
+      slot_ = 1;
     } else {
-      int len = 0;
-      const int s = dct.slow(buf, &len);
-      if (s < 0 || s >= kDcCategories) {
-        ok = false;
-        continue;
+      if (!decode_rows(row_, row_ + 1 < plan_.r1 ? row_ + 1 : -1)) {
+        slot_row_[0] = slot_row_[1] = -1;
+        col_ = cols_;
+        row_ = plan_.r1;  // nothing more
+        return false;
       }
-      consume(len);
-      diff = s ? value(s) : 0;
-    }
-    pred_[c] += diff;
-    if (pred_[c] < -32768 || pred_[c] > 32767) {
-      ok = false;
-      continue;
-    }
-    blk[0] = int16_t(pred_[c]);
-    // AC: libjpeg's loop (k += run, a value at natural order k, k + 1; ZRL: k += 16; any other
-    // symbol of size 0 ends the block).
-    const Tables& act = *ac_[c];
-    for (int k = 1; k < 64;) {
-      if (n < 32) refill();
-      e = act.fast[buf >> (64 - kFastBits)];
-      if (!(e & (kLongCode | kValueBits))) {  // the common case: code and value in one lookup
-        consume(int(e & 63));
-        k += int(e >> 8) & 127;
-        blk[kNatural[k]] = int16_t(e >> 16);
-        ++k;
-      } else if (e & kValueBits) {
-        k += int(e >> 8) & 127;
-        blk[kNatural[k]] = int16_t(code_and_value(e));
-        ++k;
-      } else {
-        int len = 0;
-        const int s = act.slow(buf, &len);
-        if (s < 0) {
-          ok = false;
-          break;
-        }
-        consume(len);
-        const int run = s >> 4, size = s & 15;
-        if (size) {
-          k += run;
-          blk[kNatural[k]] = int16_t(value(size));
-          ++k;
-        } else {
-          if (run != 15) break;
-          k += 16;
-        }
-      }
+      slot_ = 0;
     }
   }
-  r_.buf = buf, r_.n = n, r_.p = p, r_.loaded = loaded;
-  if (!ok) return false;
-  // The row's last MCU must end where the index says the next one starts.
-  if (++col_ == cols_ && r_.loaded * 8 - uint64_t(r_.n) != row_bits_) return false;
+  if (blocks) {
+    const int16_t* from = rows_.data() + (size_t(slot_) * size_t(cols_) + size_t(col_)) * size_t(blocks_) * 64;
+    for (int b = 0; b < blocks_; ++b) std::memcpy(blocks[b], from + b * 64, 64 * sizeof(int16_t));
+  }
+  ++col_;
   return true;
 }
+
 }  // namespace detail
 
 // ---- JpegIndexCache ----

@@ -190,17 +190,8 @@ class JpegWindowEntropy {
   struct Tables;  // (jpeg_index.cc)
 
  private:
-  bool next_row();
-
-  struct Reader {
-    const uint8_t* p = nullptr;    // next byte to load
-    const uint8_t* end = nullptr;  // end of the file's bytes
-    uint64_t buf = 0;              // left-aligned; the bits below `n` are zero or the next bits
-    int n = 0;                     // valid bits in buf
-    uint64_t loaded = 0;           // bytes loaded (unstuffed; zeros fed past a marker included)
-    bool marker = false;
-    void refill_slow();
-  };
+  bool decode_rows(int64_t row_a, int64_t row_b);
+  bool unstuff_row(int64_t row, std::vector<uint8_t>& out, uint64_t* want_bits, int* skip) const;
 
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
@@ -210,10 +201,13 @@ class JpegWindowEntropy {
   int comp_of_block_[10] = {};
   const Tables* dc_[3] = {};
   const Tables* ac_[3] = {};
-  int pred_[3] = {};
   int64_t row_ = 0, col_ = 0, cols_ = 0;
-  uint64_t row_bits_ = 0;  // unstuffed bits the current row's MCUs take, from its entry point
-  Reader r_;
+  // The window's rows are decoded two at a time (two bit streams side by side) into two slots
+  // of cols_ x blocks_ x 64 coefficients, then handed out an MCU at a time.
+  std::vector<int16_t> rows_;
+  int64_t slot_row_[2] = {-1, -1};
+  int slot_ = 0;
+  std::vector<uint8_t> unstuffed_[2];  // each slot's row, the 0x00 after each 0xFF removed
   std::vector<std::unique_ptr<Tables>> cache_;  // most recently used first
 };
 
