@@ -53,12 +53,42 @@ bool canonical_codes(const HuffSpec& spec, std::vector<uint16_t>* codes, std::ve
   return codes->size() == spec.vals.size();
 }
 
+// Canonical decoding of the codes longer than a lookup table resolves.
+struct LongCodes {
+  int32_t maxcode[17];  // largest code of each length 1..16, -1 if none
+  int32_t valoffset[17];  // symbol index = code + valoffset[length]
+  uint8_t vals[256];
+
+  // `codes`: canonical_codes(spec)'s.
+  void set(const HuffSpec& spec, const std::vector<uint16_t>& codes) {
+    std::fill(std::begin(maxcode), std::end(maxcode), -1);
+    std::copy(spec.vals.begin(), spec.vals.end(), vals);
+    size_t k = 0;
+    for (int l = 1; l <= 16; ++l) {
+      if (spec.bits[l] == 0) continue;
+      valoffset[l] = int32_t(k) - int32_t(codes[k]);
+      maxcode[l] = codes[k + spec.bits[l] - 1];
+      k += spec.bits[l];
+    }
+  }
+  // The symbol of the code at the top of the 16 bits `p`, known to be longer than `shorter`
+  // bits, and its length; -1 if no code matches.
+  int decode(uint32_t p, int shorter, int* len) const {
+    for (int l = shorter + 1; l <= 16; ++l) {
+      const int32_t code = int32_t(p >> (16 - l));
+      if (code <= maxcode[l]) {
+        *len = l;
+        return vals[(code + valoffset[l]) & 0xFF];
+      }
+    }
+    return -1;
+  }
+};
+
 // Decoding tables: a kLookahead-bit lookup for short codes, canonical limits for the rest.
 struct HuffDecoder {
   uint16_t lut[1 << kLookahead];  // (length << 8) | symbol; 0: longer code
-  int32_t maxcode[17];            // largest code of each length 1..16, -1 if none
-  int32_t valoffset[17];          // symbol index = code + valoffset[length]
-  uint8_t vals[256];
+  LongCodes long_codes;
   // AC tables, for skipping coefficients: the run of whole symbols (codes and their extra
   // bits) that the next kMultiBits bits hold, as total bits | coefficients advanced << 5 |
   // ends with an end of block << 13; 0: the first symbol does not fit. kChains: as many
@@ -72,19 +102,11 @@ struct HuffDecoder {
     std::vector<uint8_t> lens;
     if (!spec.defined || !canonical_codes(spec, &codes, &lens)) return false;
     std::memset(lut, 0, sizeof(lut));
-    std::fill(std::begin(maxcode), std::end(maxcode), -1);
-    std::copy(spec.vals.begin(), spec.vals.end(), vals);
-    size_t k = 0;
-    for (int l = 1; l <= 16; ++l) {
-      if (spec.bits[l] == 0) continue;
-      valoffset[l] = int32_t(k) - int32_t(codes[k]);
-      maxcode[l] = codes[k + spec.bits[l] - 1];
-      for (int i = 0; i < spec.bits[l]; ++i, ++k) {
-        if (l > kLookahead) continue;
-        int shift = kLookahead - l;
-        for (int j = 0; j < (1 << shift); ++j)
-          lut[(codes[k] << shift) | j] = uint16_t(l << 8 | spec.vals[k]);
-      }
+    long_codes.set(spec, codes);
+    for (size_t k = 0; k < codes.size(); ++k) {
+      if (lens[k] > kLookahead) continue;
+      const int shift = kLookahead - lens[k];
+      for (int j = 0; j < (1 << shift); ++j) lut[(codes[k] << shift) | j] = uint16_t(lens[k] << 8 | spec.vals[k]);
     }
     if (skip != Skip::kNone) build_multi(codes, lens, spec, skip == Skip::kChains);
     return true;
@@ -212,16 +234,9 @@ class BitReader {
       consume(*len);
       return e & 0xFF;
     }
-    const uint32_t p = peek(16);
-    for (int l = kLookahead + 1; l <= 16; ++l) {
-      const int32_t code = int32_t(p >> (16 - l));
-      if (code <= t.maxcode[l]) {
-        *len = l;
-        consume(l);
-        return t.vals[(code + t.valoffset[l]) & 0xFF];
-      }
-    }
-    return -1;
+    const int sym = t.long_codes.decode(uint32_t(peek(16)), kLookahead, len);
+    if (sym >= 0) consume(*len);
+    return sym;
   }
 
   // True if every bit consumed so far came from the file (not from zeros fed past a marker).
@@ -869,9 +884,7 @@ struct JpegWindowEntropy::Tables {
   uint8_t bits[17] = {};
   std::vector<uint8_t> vals;
   uint32_t fast[1 << kFastBits];
-  int32_t maxcode[17];
-  int32_t valoffset[17];
-  uint8_t symbols[256] = {};
+  LongCodes long_codes;
 
   bool same(const HuffSpec& spec, bool is_ac) const {
     return ac == is_ac && vals == spec.vals && std::memcmp(bits, spec.bits, sizeof(bits)) == 0;
@@ -885,15 +898,7 @@ struct JpegWindowEntropy::Tables {
     std::vector<uint8_t> lens;
     if (!spec.defined || !canonical_codes(spec, &codes, &lens)) return false;
     std::fill(std::begin(fast), std::end(fast), kLongCode);
-    std::fill(std::begin(maxcode), std::end(maxcode), -1);
-    std::copy(spec.vals.begin(), spec.vals.end(), symbols);
-    size_t k = 0;
-    for (int l = 1; l <= 16; ++l) {
-      if (spec.bits[l] == 0) continue;
-      valoffset[l] = int32_t(k) - int32_t(codes[k]);
-      maxcode[l] = codes[k + spec.bits[l] - 1];
-      k += spec.bits[l];
-    }
+    long_codes.set(spec, codes);
     for (size_t i = 0; i < codes.size(); ++i) {
       const int len = lens[i];
       if (len > kFastBits) continue;
@@ -921,17 +926,7 @@ struct JpegWindowEntropy::Tables {
   }
 
   // A code longer than kFastBits bits at the top of `buf`: its symbol and length, or -1.
-  int slow(uint64_t buf, int* len) const {
-    const uint32_t p = uint32_t(buf >> 48);
-    for (int l = kFastBits + 1; l <= 16; ++l) {
-      const int32_t code = int32_t(p >> (16 - l));
-      if (code <= maxcode[l]) {
-        *len = l;
-        return symbols[(code + valoffset[l]) & 0xFF];
-      }
-    }
-    return -1;
-  }
+  int slow(uint64_t buf, int* len) const { return long_codes.decode(uint32_t(buf >> 48), kFastBits, len); }
 };
 
 JpegWindowEntropy::JpegWindowEntropy() = default;

@@ -89,6 +89,9 @@ struct RemoteOptions {
   int64_t prefetch_bytes = 64 << 20;       ///< prefetched but unread bytes at most, per file
                                            ///< system (HTTP, S3): 64 MiB; a hint beyond it is
                                            ///< cut (remote_prefetch_cut)
+  int64_t prefetch_stale_ms = 30000;       ///< a prefetch ready and unread this long is given
+                                           ///< up (wasted bytes) when its file is hinted again
+                                           ///< with the budget full: 30 s
 
   /// RemoteOptions from the environment: HDL_CA_BUNDLE (else CURL_CA_BUNDLE),
   /// HDL_HTTP_TIMEOUT_MS (request), HDL_HTTP_TOTAL_TIMEOUT_MS, HDL_HTTP_MAX_ATTEMPTS,

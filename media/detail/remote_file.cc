@@ -63,14 +63,14 @@ void RemoteFile::will_need(int64_t offset, int64_t n) const {
       if (offset + n <= e.offset + e.n) return;
     }
     if (!counters.reserve(n, o.prefetch_bytes)) {
-      // Full: this file's prefetches ready and unread for kStaleMs are given up on first.
+      // Full: this file's prefetches ready and unread for prefetch_stale_ms are given up on first.
       const auto now = std::chrono::steady_clock::now();
       for (auto it = prefetches_.begin(); it != prefetches_.end();) {
         bool stale;
         {
           Prefetch& e = *it->second;
           std::lock_guard elock(e.mu);
-          stale = e.state != Prefetch::kRunning && now - e.ready_at > std::chrono::milliseconds(kStaleMs);
+          stale = e.state != Prefetch::kRunning && now - e.ready_at > std::chrono::milliseconds(o.prefetch_stale_ms);
         }
         it = stale ? prefetches_.erase(it) : std::next(it);  // unlocked: this may destroy it
       }

@@ -8,8 +8,8 @@
 // from read(), with the URL and the status). Bounded: RemoteOptions::max_in_flight transfers
 // at a time, RemoteOptions::prefetch_bytes of buffers per client (a hint that does not fit is
 // cut: counted, not fetched), released when the read that reaches a buffer's end has copied it,
-// when the file is closed, or when it was ready and unread for kStaleMs and the file is hinted
-// again with the budget full (then counted as wasted bytes).
+// when the file is closed, or when it was ready and unread for RemoteOptions::prefetch_stale_ms
+// and the file is hinted again with the budget full (then counted as wasted bytes).
 //
 // Thread safety: every RemoteFile method may be called concurrently.
 #pragma once
@@ -57,9 +57,6 @@ class RemoteFile final : public RandomAccessFile {
   Result<int64_t> read(int64_t offset, int64_t n, void* dst) const override;
   void will_need(int64_t offset, int64_t n) const override;
 
-  /// A prefetch ready and unread for this long is dropped when the file is next hinted and the
-  /// budget is full.
-  static constexpr int64_t kStaleMs = 30000;
   struct Prefetch;  // remote_file.cc
 
  private:

@@ -599,6 +599,48 @@ TEST_F(ObjectStoreTest, PrefetchStaysWithinItsBudget) {
   EXPECT_EQ(got, bytes.substr(size_t(kRange), size_t(kRange)));
 }
 
+// Prefetches fetched and never read (a reader that moved on) do not hold the budget for ever:
+// once ready and unread for prefetch_stale_ms, the file's next hint with the budget full gives
+// them up (wasted bytes) and is followed. Before that, the hint is cut.
+TEST_F(ObjectStoreTest, StalePrefetchesAreGivenUpWhenTheBudgetIsFull) {
+  start("nginx", 0.0);
+  if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
+  constexpr int64_t kRange = 100000;
+  const std::string bytes = dir_->read("root/shard-000.tar");
+  ASSERT_GE(int64_t(bytes.size()), 4 * kRange);
+  for (const int64_t stale_ms : {int64_t(30000), int64_t(300)}) {
+    SCOPED_TRACE(stale_ms);
+    RemoteOptions o;
+    o.prefetch_bytes = 2 * kRange;
+    o.prefetch_stale_ms = stale_ms;
+    auto fs = http_file_system(o);
+    auto f = fs->open(url("nginx", "shard-000.tar"));
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    (*f)->will_need(0, kRange);
+    (*f)->will_need(kRange, kRange);
+    EXPECT_EQ(fs->stats().prefetches, 2);
+    // Two 100 KB transfers from nginx on loopback are done in milliseconds; 1.5 s is five
+    // times the short staleness.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    (*f)->will_need(2 * kRange, kRange);
+    if (stale_ms > 1500) {
+      EXPECT_EQ(fs->stats().prefetches, 2);
+      EXPECT_EQ(fs->stats().prefetch_cut, 1);
+      EXPECT_EQ(fs->stats().prefetch_wasted_bytes, 0);
+    } else {
+      EXPECT_EQ(fs->stats().prefetches, 3);
+      EXPECT_EQ(fs->stats().prefetch_cut, 0);
+      EXPECT_EQ(fs->stats().prefetch_wasted_bytes, 2 * kRange);
+    }
+    // Every range reads the file's bytes either way (dropped ones with their own request).
+    for (int k = 0; k < 3; ++k) {
+      std::string got(size_t(kRange), '\0');
+      ASSERT_TRUE(read_exactly(**f, k * kRange, kRange, got.data()).is_ok());
+      EXPECT_EQ(got, bytes.substr(size_t(k * kRange), size_t(kRange))) << "range " << k;
+    }
+  }
+}
+
 // Streaming read-ahead (file_byte_source with a block size; shards use 8 MiB): each full block
 // read hints the next, so a remote shard's next block is in flight while one is parsed. Read
 // front to back in odd-sized pieces: the shard's bytes, with the blocks after the first served
