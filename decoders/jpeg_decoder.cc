@@ -362,24 +362,29 @@ class JpegDecoder final : public ImageDecoder {
       index = *built;
     }
     if (!own && !worth(detail::jpeg_index_column_step(*index))) return std::nullopt;
+    // From here on a failure is counted: the index applied, and the file is decoded without it.
+    auto fallback = [&] {
+      cache.count_fallback();
+      return std::nullopt;
+    };
     const detail::JpegMcuGrid& grid = detail::jpeg_index_grid(*index);
     if (grid.width != width || grid.height != height || grid.mcu_w != mcu_w || grid.mcu_h != mcu_h)
-      return std::nullopt;
+      return fallback();
     Result<detail::JpegWindow> piece = Status::internal("");
 #if HDL_JPEG_OWN_ENTROPY
     if (own) {
       auto plan = detail::plan_jpeg_window(*index, r0, r1, c0, c1);
-      if (!plan.is_ok() || !entropy_.start(data, *index, *plan).is_ok()) return std::nullopt;
+      if (!plan.is_ok() || !entropy_.start(data, *index, *plan).is_ok()) return fallback();
       detail::write_jpeg_window_header(*index, *plan, window_jpeg_);
       piece = plan->window;
       own_entropy_cols_ = plan->c1 - plan->c0;
     }
 #endif
     if (!own) piece = detail::write_jpeg_window(data, *index, r0, r1, c0, c1, window_jpeg_);
-    if (!piece.is_ok()) return std::nullopt;
+    if (!piece.is_ok()) return fallback();
 
     *header_replaced = true;
-    if (!read_header(window_jpeg_)) return std::nullopt;
+    if (!read_header(window_jpeg_)) return fallback();
     DecodeWindow sub = window;
     sub.width = piece->width;
     sub.height = piece->height;
@@ -389,7 +394,7 @@ class JpegDecoder final : public ImageDecoder {
     own_entropy_ = own;
     const bool decoded = decode_rows(sub, output_mode(request.color), out);
     own_entropy_ = false;
-    if (!decoded || err_.warnings > 0) return std::nullopt;
+    if (!decoded || err_.warnings > 0) return fallback();
     cache.count_hit();
     return Result<DecodeReport>(DecodeReport{});
   }

@@ -1242,6 +1242,7 @@ JpegIndexCache::Stats JpegIndexCache::stats() const {
   s.hits = hits_.load();
   s.builds = builds_.load();
   s.over_budget = over_budget_.load();
+  s.fallbacks = fallbacks_.load();
   return s;
 }
 

@@ -57,6 +57,8 @@ class JpegIndexCache {
     int64_t hits = 0;          ///< decodes that used an index
     int64_t builds = 0;        ///< indexes built
     int64_t over_budget = 0;   ///< indexes dropped because the budget was spent
+    int64_t fallbacks = 0;     ///< decodes the index applied to that failed (the file then
+                               ///< decoded without it): a file that does not match its index
   };
 
   /// `budget_bytes`: at most this much memory for indexes; later files are not indexed.
@@ -91,6 +93,7 @@ class JpegIndexCache {
   }
 
   void count_hit() const { hits_.fetch_add(1, std::memory_order_relaxed); }
+  void count_fallback() const { fallbacks_.fetch_add(1, std::memory_order_relaxed); }
   Stats stats() const;
 
  private:
@@ -108,7 +111,7 @@ class JpegIndexCache {
   size_t budget_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<int64_t> bytes_{0}, entries_{0}, unindexable_{0}, builds_{0}, over_budget_{0}, files_{0};
-  mutable std::atomic<int64_t> hits_{0};
+  mutable std::atomic<int64_t> hits_{0}, fallbacks_{0};
 };
 
 namespace detail {

@@ -93,7 +93,8 @@ class ImageDecoderOp final : public Operator {
     const JpegIndexCache::Stats s = index_->stats();
     return {{"jpeg_index_files", s.entries},      {"jpeg_index_bytes", s.bytes},
             {"jpeg_index_hits", s.hits},          {"jpeg_index_unindexable", s.unindexable},
-            {"jpeg_index_over_budget", s.over_budget}};
+            {"jpeg_index_over_budget", s.over_budget},
+            {"jpeg_index_fallbacks", s.fallbacks}};
   }
 
  private:

@@ -102,6 +102,7 @@ TEST_P(JpegIndexBothWays, RegionDecodesEqualFullDecodeOnEveryLayout) {
   EXPECT_GT(compared, 1000);
   EXPECT_GT(s.entries, 40) << "baseline files should be indexed";
   EXPECT_GT(s.hits, 500) << "the index should serve the second pass";
+  EXPECT_EQ(s.fallbacks, 0) << "every decode the index applied to should succeed through it";
 }
 
 TEST(JpegIndex, RegionDecodesEqualFullDecodeOnImagenetPhotos) {
@@ -120,6 +121,7 @@ TEST(JpegIndex, RegionDecodesEqualFullDecodeOnImagenetPhotos) {
   }
   EXPECT_GT(files, 300);
   EXPECT_GT(cache.stats().hits, int64_t(files) * 4);
+  EXPECT_EQ(cache.stats().fallbacks, 0);
 }
 
 TEST(JpegIndex, ReplacedFileUnderTheSameKeyIsReindexed) {
