@@ -282,7 +282,7 @@ class JpegDecoder final : public ImageDecoder {
 #if HDL_JPEG_OWN_ENTROPY
     if (own_entropy_) {
       if (!cinfo_.entropy || cinfo_.blocks_in_MCU != entropy_.blocks_per_mcu() ||
-          int64_t(cinfo_.MCUs_per_row) != own_entropy_cols_)
+          int64_t(cinfo_.MCUs_per_row) != entropy_.mcus_per_row())
         fail("the window's MCUs are not the index's");
       cinfo_.entropy->decode_mcu = window_decode_mcu;
     }
@@ -377,7 +377,6 @@ class JpegDecoder final : public ImageDecoder {
       if (!plan.is_ok() || !entropy_.start(data, *index, *plan).is_ok()) return fallback();
       detail::write_jpeg_window_header(*index, *plan, window_jpeg_);
       piece = plan->window;
-      own_entropy_cols_ = plan->c1 - plan->c0;
     }
 #endif
     if (!own) piece = detail::write_jpeg_window(data, *index, r0, r1, c0, c1, window_jpeg_);
@@ -499,7 +498,6 @@ class JpegDecoder final : public ImageDecoder {
   std::vector<uint8_t> window_jpeg_;  // decode_indexed's JPEG of the window's MCUs (or its header)
   detail::JpegWindowEntropy entropy_;  // decode_indexed's Huffman decoding, when own_huffman
   bool own_entropy_ = false;           // decode_rows swaps entropy_ into libjpeg
-  int64_t own_entropy_cols_ = 0;       // the window's MCUs per row
 };
 
 }  // namespace

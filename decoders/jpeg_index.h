@@ -184,6 +184,8 @@ class JpegWindowEntropy {
   Status start(std::span<const uint8_t> data, const JpegScanIndex& index, const JpegWindowPlan& plan);
   /// Blocks per MCU, in the scan's order (each component's blocks, component by component).
   int blocks_per_mcu() const { return blocks_; }
+  /// MCUs per row of the window started.
+  int64_t mcus_per_row() const { return cols_; }
   /// Decodes the next MCU of the window (raster order) into `blocks[0..blocks_per_mcu())`,
   /// each 64 coefficients in natural order, zeroed by the caller; `blocks` == nullptr decodes
   /// and drops it. False if the data does not match the index (an invalid code, a row that
