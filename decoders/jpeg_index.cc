@@ -21,6 +21,17 @@ constexpr int kDcCategories = 12;  // 8-bit JPEG: DC differences need 0..11 bits
 constexpr size_t kTailPadding = 512 * 10;  // libjpeg-turbo's fast-path margin for 10 blocks
 
 uint16_t be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
+inline uint64_t load_be64(const uint8_t* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  return __builtin_bswap64(w);
+}
+
+// True if MCUs [r0, r1) x [c0, c1) are a non-empty part of `g`.
+bool inside_grid(const JpegMcuGrid& g, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  return 0 <= r0 && r0 < r1 && r1 <= g.mcus_y && 0 <= c0 && c0 < c1 && c1 <= g.mcus_x;
+}
+
 
 // True if any byte of `w` is 0xFF (a zero byte of ~w).
 bool has_ff(uint64_t w) {
@@ -172,9 +183,7 @@ class BitReader {
   // Tops the buffer up to at least 57 bits.
   void refill() {
     if (pos_ + 8 <= end_ && !marker_) {
-      uint64_t w;
-      std::memcpy(&w, d_ + pos_, 8);
-      w = __builtin_bswap64(w);
+      const uint64_t w = load_be64(d_ + pos_);
       if (!has_ff(w)) {
         const int n = (64 - bits_) >> 3;
         buf_ |= n == 8 ? w : (w >> (64 - 8 * n)) << (64 - bits_ - 8 * n);
@@ -341,9 +350,7 @@ void copy_entropy_bits(const uint8_t* p, int bit, uint64_t nbits, const uint8_t*
     }
 #endif
     if (bit == 0 && nbits >= 56 && p + 8 <= end) {  // (a partial first byte goes alone, below)
-      uint64_t v;
-      std::memcpy(&v, p, 8);
-      v = __builtin_bswap64(v);
+      const uint64_t v = load_be64(p);
       if (!has_ff(v)) {
         w.put(v >> 8, 56);
         p += 7;
@@ -697,8 +704,7 @@ Result<JpegWindowPlan> plan_jpeg_window(const JpegScanIndex& x, int64_t r0, int6
   const JpegMcuGrid& g = x.head.grid;
   c0 = c0 / x.step * x.step;
   c1 = std::min<int64_t>(g.mcus_x, (c1 + x.step - 1) / x.step * x.step);
-  if (!(0 <= r0 && r0 < r1 && r1 <= g.mcus_y && 0 <= c0 && c0 < c1 && c1 <= g.mcus_x))
-    return Status::invalid_argument("window outside the MCU grid");
+  if (!inside_grid(g, r0, r1, c0, c1)) return Status::invalid_argument("window outside the MCU grid");
   // libjpeg upsamples a component only 1 or 2 samples wide with a box filter instead of the
   // fancy one, so a one-MCU window at the right edge of an image whose last MCU column holds
   // a few pixels (4:2:0, 163 px wide: 3 px, 2 chroma samples) would decode with other chroma
@@ -786,7 +792,6 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
       if (spec.vals[k] < kDcCategories) enc[td].code[spec.vals[k]] = codes[k], enc[td].len[spec.vals[k]] = lens[k];
   }
   const uint8_t* const file_end = data.data() + data.size();
-  auto bits_between = [&](size_t a, int abit, size_t b, int bbit) { return unstuffed_bits(data, a, abit, b, bbit); };
   const auto mismatch = [] { return Status::invalid_data("entropy data does not match its index"); };
 
   BitWriter w(out.data() + h.header.size());
@@ -824,7 +829,7 @@ Result<JpegWindow> write_jpeg_window(std::span<const uint8_t> data, const JpegSc
       if (cat >= kDcCategories || code.len[cat] == 0) return mismatch();
       w.put(code.code[cat], code.len[cat]);
       w.put(uint32_t(new_dc[c] < 0 ? new_dc[c] - 1 : new_dc[c]), cat);
-      copy_entropy_bits(data.data() + from[c], from_bit[c], bits_between(from[c], from_bit[c], upto[c], upto_bit[c]),
+      copy_entropy_bits(data.data() + from[c], from_bit[c], unstuffed_bits(data, from[c], from_bit[c], upto[c], upto_bit[c]),
                         file_end, w);
     }
     for (int c = 0; c < h.ncomp; ++c) prev[c] = x.dc[e1 * h.ncomp + c];
@@ -866,12 +871,6 @@ constexpr int16_t kNatural[128] = {
 constexpr uint32_t kLongCode = 1u << 6, kValueBits = 1u << 7, kEndOfBlock = 64;
 constexpr uint32_t fast_entry(int consume, uint32_t flags, int advance, int value) {
   return uint32_t(consume) | flags | uint32_t(advance) << 8 | uint32_t(uint16_t(int16_t(value))) << 16;
-}
-
-inline uint64_t load_be64(const uint8_t* p) {
-  uint64_t w;
-  std::memcpy(&w, p, 8);
-  return __builtin_bswap64(w);
 }
 
 }  // namespace
@@ -934,8 +933,7 @@ JpegWindowEntropy::~JpegWindowEntropy() = default;
 
 Status JpegWindowEntropy::start(std::span<const uint8_t> data, const JpegScanIndex& x, const JpegWindowPlan& plan) {
   const ParsedHeader& h = x.head;
-  if (!(0 <= plan.r0 && plan.r0 < plan.r1 && plan.r1 <= h.grid.mcus_y && 0 <= plan.c0 && plan.c0 < plan.c1 &&
-        plan.c1 <= h.grid.mcus_x))
+  if (!inside_grid(h.grid, plan.r0, plan.r1, plan.c0, plan.c1))
     return Status::invalid_argument("window outside the MCU grid");
   data_ = data.data();
   size_ = data.size();
