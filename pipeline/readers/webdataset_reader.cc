@@ -216,7 +216,8 @@ class WebDatasetReader final : public SourceOperator {
       const std::unique_ptr<char[]> span(new char[static_cast<size_t>(end - begin)]);
       if (Status st = read_exactly(*file, begin, end - begin, span.get()); !st.is_ok())
         return Status(st.code(), "bytes " + std::to_string(begin) + "-" + std::to_string(end - 1) + ": " + st.message());
-      std::memcpy(out.data, span.get() + (s.data.offset - begin), static_cast<size_t>(s.data.size));
+      if (s.data.size > 0)  // an empty field's output may have no storage
+        std::memcpy(out.data, span.get() + (s.data.offset - begin), static_cast<size_t>(s.data.size));
       HDL_ASSIGN_OR_RETURN(*label.typed<int64_t>(),
                            parse_class_index(std::string_view(span.get() + (s.label.offset - begin),
                                                               static_cast<size_t>(s.label.size)),
