@@ -10,6 +10,8 @@ Status Operator::run_batch(BatchIO&) const {
 
 int64_t SourceOperator::num_samples() const { return dataset().size(); }
 
+int64_t SourceOperator::distinct_samples() const { return dataset().size(); }
+
 std::string SourceOperator::describe_sample(int64_t sample) const {
   return "\"" + dataset().path(file_index(sample)) + "\"";
 }

@@ -52,6 +52,9 @@ struct SampleInfo {
   /// SourceOperator::stable_indices(): dataset_index names the same sample in every epoch, so
   /// per-sample caches may be keyed by it (false: a streaming reader's stream positions).
   bool stable_index = true;
+  /// SourceOperator::distinct_samples(): how many different samples the run draws from, for
+  /// per-sample caches that share a budget out over them (0: unknown).
+  int64_t distinct_samples = 0;
 };
 
 /// Per-thread mutable state of an operator (decoder instances, scratch buffers).
@@ -198,6 +201,11 @@ class SourceOperator : public Operator {
   /// Whether a sample index names the same sample in every epoch (true by default; false for a
   /// reader whose indices are positions in a stream whose contents change with the epoch).
   virtual bool stable_indices() const { return true; }
+  /// How many different samples (content keys) the run draws from over its epochs, on this
+  /// rank: what a per-sample cache shares its budget out over (the decoder's JPEG indexes).
+  /// Default: dataset().size(), one per file. A streaming reader, whose dataset lists shards,
+  /// gives the samples in them. Known once prepare() has returned.
+  virtual int64_t distinct_samples() const;
   /// Samples come in groups of this many consecutive dataset indices (from 0) that an epoch
   /// keeps together and in order (a video reader's group_clips: one video's clips, in time
   /// order): the epoch order shuffles, shards and pads whole groups, and the executor runs the

@@ -337,11 +337,13 @@ bool Executor::Core::process(Job& job, int64_t slot) {
     const int64_t position = job.first_position + slot;
     const int64_t n = std::max<int64_t>(order.shard_size(), 1);
     const bool stable_indices = graph.source_op().stable_indices();
+    const int64_t distinct = graph.source_op().distinct_samples();
     for (uint32_t attempt = 0;; ++attempt) {
       // A replacement is the next sample in epoch order (deterministic whatever the threads).
       const int64_t index = attempt == 0 ? order.dataset_index(position)
                                          : order.dataset_index((position + attempt) % n);
-      const SampleInfo info{job.epoch, position, index, attempt, &graph.source_op().dataset(), stable_indices};
+      const SampleInfo info{job.epoch,          position, index, attempt, &graph.source_op().dataset(),
+                            stable_indices, distinct};
       Status st = run_sample(job, slot, info, ws);
       if (st.is_ok()) {
         job.dataset_indices[slot] = index;

@@ -115,7 +115,7 @@ class ImageDecoderOp final : public Operator {
     // Keyed by the sample's content key: its dataset index, or what a streaming reader names it by.
     const std::optional<uint64_t> key = io.content_key();
     req.index_cache = key ? index_.get() : nullptr;
-    if (index_ && io.sample().dataset) index_->expect_files(io.sample().dataset->size());
+    if (index_) index_->expect_files(io.sample().distinct_samples);
     req.index_key = key.value_or(0);
     req.index_every_file = random_crop_;
     const int64_t c = color_channels(request_.color);

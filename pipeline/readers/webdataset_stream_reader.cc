@@ -102,6 +102,8 @@ class StreamingShardReader final : public SourceOperator {
     dataset_ = std::make_shared<Dataset>(Dataset::from_samples(config_.shards, {}));
     if (epoch_samples_ > 0) {
       num_samples_ = epoch_samples_;
+      // Nothing is counted: the rank's nominal epoch, or all the ranks' when shuffled.
+      distinct_samples_ = config_.shuffle ? epoch_samples_ * config_.world : epoch_samples_;
       return;
     }
     const size_t n = config_.shards.size();
@@ -113,9 +115,12 @@ class StreamingShardReader final : public SourceOperator {
     const StreamPlan plan = plan_rank_stream(static_cast<int64_t>(n), config_.counts, false, 0, 0, config_.rank,
                                              config_.world);
     num_samples_ = sharding_.pad_shards ? (total + config_.world - 1) / config_.world : plan.samples;
+    // Shuffled, a rank's shards change from epoch to epoch; else it reads the same ones.
+    distinct_samples_ = config_.shuffle ? total : plan.samples;
   }
 
   int64_t num_samples() const override { return num_samples_; }
+  int64_t distinct_samples() const override { return distinct_samples_; }
   const Dataset& dataset() const override { return *dataset_; }
   const Sharding& sharding() const override { return order_; }
   bool stable_indices() const override { return false; }  // positions: another sample each epoch
@@ -303,6 +308,7 @@ class StreamingShardReader final : public SourceOperator {
   IndexOptions index_options_;
   StreamConfig config_;  // counts filled by prepare()
   int64_t num_samples_ = 0;
+  int64_t distinct_samples_ = 0;
   std::shared_ptr<const Dataset> dataset_;
   const FileSystem* file_system_ = nullptr;
   mutable std::mutex epochs_mu_;

@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include "decoders/decoder_set.h"
 #include "pipeline/kernels/crop.h"
@@ -289,6 +291,59 @@ TEST_F(FusedDecodeTest, StreamedShardSamplesUseTheJpegIndexWithTheSamePixels) {
   for (size_t i = 0; i < with.size(); ++i) {
     EXPECT_EQ(with[i].first, without[i].first) << "position " << i;
     EXPECT_TRUE(same_pixels(with[i].second, without[i].second)) << "position " << i << ", sample k" << with[i].first;
+  }
+  fs::remove_all(dir);
+}
+
+// A streaming reader's dataset lists shards, not samples; the JPEG index budget is shared out
+// over the samples in them (SourceOperator::distinct_samples). 1 MB for 150 photos in one
+// shard: shared out over the one shard, the first photos' full indexes would fill it and the
+// rest would go unindexed (over budget); shared over the 150 samples, every photo gets a
+// coarser index within its share, shuffled or not.
+TEST_F(FusedDecodeTest, StreamedShardsShareTheJpegIndexBudgetOverTheirSamples) {
+  const fs::path dir = fs::temp_directory_path() / ("hdl_fused_stream_budget_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "src");
+  std::vector<fs::path> photos;
+  for (const auto& e : fs::recursive_directory_iterator(testing::corpus_dir() / "imagenet/train"))
+    if (e.is_regular_file() && e.path().extension() == ".JPEG") photos.push_back(e.path());
+  std::sort(photos.begin(), photos.end());
+  ASSERT_GE(photos.size(), 150u);
+  photos.resize(150);
+  std::string members;
+  int64_t photo_bytes = 0;
+  for (size_t k = 0; k < photos.size(); ++k) {
+    const std::string key = "k" + std::to_string(k);
+    fs::copy_file(photos[k], dir / "src" / (key + ".jpg"));
+    photo_bytes += int64_t(fs::file_size(photos[k]));
+    std::ofstream(dir / "src" / (key + ".cls")) << k << "\n";
+    members += " " + key + ".cls " + key + ".jpg";
+  }
+  // Full indexes (about a tenth of a file) would need more than the 1 MB budget.
+  ASSERT_GT(photo_bytes / 10, int64_t(1) << 20);
+  ASSERT_EQ(std::system(("tar --format=gnu -cf " + (dir / "s.tar").string() + " -C " + (dir / "src").string() + members).c_str()), 0);
+  for (const bool shuffle : {true, false}) {
+    SCOPED_TRACE(shuffle ? "shuffled" : "in order");
+    PipelineSpec spec;
+    auto r = spec.add("webdataset_reader", {},
+                      {{"urls", std::vector<std::string>{(dir / "s.tar").string()}}, {"mode", "streaming"},
+                       {"shuffle", shuffle}},
+                      {}, "reader");
+    auto images = spec.add("image_decoder", {r[0]},
+                           {{"random_crop", "resized"}, {"resize", {64, 64}}, {"dct_scaling", false}, {"index_cache_mb", int64_t{1}}}, {},
+                           "decode");
+    spec.set_outputs({images[0], r[1]});
+    Pipeline pipe(spec, {.batch_size = 10, .num_threads = 2, .seed = 3});
+    int64_t samples = 0;
+    for (const auto& b : pipe.epoch_batches()) samples += b.outputs[0].size();
+    ASSERT_EQ(samples, 150);
+    std::map<std::string, int64_t> c;
+    const PipelineStats stats = pipe.stats();
+    for (const auto& [name, value] : stats.operators[1].counters) c[name] = value;
+    EXPECT_EQ(c["jpeg_index_over_budget"], 0);
+    // (Progressive photos are not indexed and not counted.)
+    EXPECT_GT(c["jpeg_index_files"], 120);
+    EXPECT_LE(c["jpeg_index_bytes"], int64_t(1) << 20);
   }
   fs::remove_all(dir);
 }
