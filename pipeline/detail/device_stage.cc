@@ -29,7 +29,7 @@ class SampleArgs final : public SampleIO {
     node_index_ = node_index, slot_ = slot;
     node_ = &core_.graph.nodes()[node_index];
     const SourceOperator& source = core_.graph.source_op();
-    info_ = SampleInfo{job_.epoch,   job_.first_position + slot, job_.dataset_indices[slot], job_.attempts[slot],
+    info_ = SampleInfo{job_.epoch, job_.first_position + slot, job_.dataset_indices[slot], job_.attempts[slot],
                        &source.dataset(), source.stable_indices(), source.distinct_samples()};
     rng_.reset();
     args_.clear();

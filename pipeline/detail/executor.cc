@@ -342,7 +342,7 @@ bool Executor::Core::process(Job& job, int64_t slot) {
       // A replacement is the next sample in epoch order (deterministic whatever the threads).
       const int64_t index = attempt == 0 ? order.dataset_index(position)
                                          : order.dataset_index((position + attempt) % n);
-      const SampleInfo info{job.epoch,          position, index, attempt, &graph.source_op().dataset(),
+      const SampleInfo info{job.epoch, position, index, attempt, &graph.source_op().dataset(),
                             stable_indices, distinct};
       Status st = run_sample(job, slot, info, ws);
       if (st.is_ok()) {
