@@ -23,6 +23,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/readers/tar_archive.h"
 #include "tests/pipeline/readers/tar_test_util.h"
+#include "tests/test_util.h"
 
 namespace hdl {
 namespace {
@@ -36,10 +37,11 @@ const char* kSecret = "SeCrEt/DoNotPrint+1234567890abcdefghijklmn";
 class ObjectStoreTest : public ::testing::Test {
  protected:
   void start(const std::string& want, double fail_rate, int latency_ms = 0) {
+    HDL_REQUIRE_CORPUS();
     dir_ = std::make_unique<TarDir>("object_store");
     ASSERT_TRUE(dir_->python(
         "import glob, os, subprocess\n"
-        "jpgs = sorted(glob.glob('" HDL_CORPUS_DIR "/imagenet/train/*/*.JPEG'))[:" + std::to_string(kShards * kPerShard) + "]\n"
+        "jpgs = sorted(glob.glob('" + testing::corpus_dir().string() + "/imagenet/train/*/*.JPEG'))[:" + std::to_string(kShards * kPerShard) + "]\n"
         "assert len(jpgs) == " + std::to_string(kShards * kPerShard) + ", 'corpus missing'\n"
         "os.makedirs('root', exist_ok=True)\n"
         "for k in range(" + std::to_string(kShards) + "):\n"
@@ -74,6 +76,7 @@ class ObjectStoreTest : public ::testing::Test {
   // "" when the server is up; else why not (the test skips with it).
   std::string missing(const std::string& name) {
     if (info_.count(name)) return "";
+    if (!testing::have_corpus()) return "corpus not found at " + testing::corpus_dir().string() + " (set HDL_CORPUS_DIR)";
     return info_.count("skip_" + name) ? info_["skip_" + name] : name + " did not start";
   }
   std::string url(const std::string& server, const std::string& rel = "") {
