@@ -111,6 +111,9 @@ class S3Reader final : public detail::ObjectReader {
     if (!config.access_key_id.empty()) {
       q.aws_sigv4 = "aws:amz:" + config.region + ":s3";
       q.userpwd = config.access_key_id + ":" + config.secret_access_key;
+      // S3 requires it on every SigV4 request and libcurl 7.88 does not add it; given, libcurl
+      // signs with it as the payload's hash. Our requests have no body to sign.
+      q.headers.push_back("x-amz-content-sha256: UNSIGNED-PAYLOAD");
       if (!config.session_token.empty()) q.headers.push_back("x-amz-security-token: " + config.session_token);
     }
     return q;

@@ -232,7 +232,9 @@ def run_moto(a):
     srv = Servers(a.root, "moto")
     moto = pids_named(srv.proc.pid, "moto_server")[0]
     base = srv.url("moto")
-    os.environ.update(AWS_ENDPOINT_URL=base, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+    # moto checks signatures: the IAM user's key that object_store_servers.py made.
+    key, secret = srv.info["moto_key"], srv.info["moto_secret"]
+    os.environ.update(AWS_ENDPOINT_URL=base, AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret,
                       AWS_REGION="us-east-1")
 
     def ours(arm):  # hdl-bench resnet-train: the same transforms, natively
@@ -249,7 +251,8 @@ def run_moto(a):
         return rep["images_per_s"]
 
     def theirs():  # webdataset's pipe: with the curl CLI, signing the GET as our client does
-        urls = [f"pipe:curl -s -f --aws-sigv4 aws:amz:us-east-1:s3 --user testing:testing {base}/hdl/{n}" for n in names]
+        urls = [f"pipe:curl -s -f --aws-sigv4 aws:amz:us-east-1:s3 --user {key}:{secret} "
+                f"-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' {base}/hdl/{n}" for n in names]
         ds = (wds.WebDataset(urls, shardshuffle=100, seed=0).shuffle(1000).decode("pil")
               .to_tuple("jpg;jpeg", "cls").map_tuple(train, None))
         return torch.utils.data.DataLoader(ds, batch_size=64, num_workers=a.workers)

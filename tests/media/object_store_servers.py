@@ -7,10 +7,15 @@
 - nginx (Debian's), as this user, with a temporary config on a free port, serving --root
   (range requests and keep-alive are nginx's own);
 - moto's S3 server (moto_server from $HDL_MOTO_SERVER, else build/venv-moto, made by
-  make_moto_venv.sh when PyPI or its wheelhouse has the pins, else the torch2 venv or PATH), with bucket "hdl" holding every file of --root (uploaded with the curl CLI, signed
-  with --aws-sigv4);
+  make_moto_venv.sh when PyPI or its wheelhouse has the pins, else the torch2 venv or PATH),
+  with bucket "hdl" holding every file of --root (uploaded by boto3, which comes with moto):
+  "moto" checks signatures as S3 does (INITIAL_NO_AUTH_ACTION_COUNT: an IAM user, its key, and
+  temporary credentials from sts:AssumeRole, written as moto_key, moto_secret,
+  moto_session_key, moto_session_secret, moto_session_token); "moto_anon" checks nothing
+  (anonymous requests);
 - one tests/media/fault_proxy.py in front of each.
-Writes STATE/servers.txt, lines "name=value" (pid: this process; nginx, moto, proxy_nginx, proxy_moto,
+Writes STATE/servers.txt, lines "name=value" (pid: this process; nginx, moto, moto_anon,
+proxy_nginx, proxy_moto, proxy_moto_anon,
 nginx_tls (HTTPS, self-signed for 127.0.0.1, its certificate nginx_ca; nginx also redirects
 /redirect/<path> to /<path> and /loop to itself): ports;
 skip_nginx, skip_moto: why a server is missing), then "ready". Stops everything on SIGTERM,
@@ -115,25 +120,74 @@ def find_moto():
     return next((c for c in cands if c and os.access(c, os.X_OK)), None)
 
 
-def start_moto(root, log):
+# Run by moto's own python (boto3 comes with moto): with INITIAL_NO_AUTH_ACTION_COUNT set, the
+# first calls are free; they make an IAM user with a key, a policy allowing everything, and a
+# role the user may assume. Every later call must be signed by a known key (moto then checks
+# SigV4 signatures as S3 does): the user's key uploads --root into bucket "hdl", and assumes
+# the role for temporary credentials (a session token). Prints "name=value" lines.
+MOTO_SETUP = r"""
+import json, os, sys
+import boto3
+base, root, auth = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+kw = dict(endpoint_url=base, region_name="us-east-1")
+anon = dict(aws_access_key_id="setup", aws_secret_access_key="setup")
+out = []
+if auth:
+    iam = boto3.client("iam", **kw, **anon)
+    iam.create_user(UserName="hdl")
+    key = iam.create_access_key(UserName="hdl")["AccessKey"]
+    allow = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    arn = iam.create_policy(PolicyName="all", PolicyDocument=json.dumps(allow))["Policy"]["Arn"]
+    iam.attach_user_policy(UserName="hdl", PolicyArn=arn)
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+             "Principal": {"AWS": "arn:aws:iam::123456789012:user/hdl"}}]}
+    iam.create_role(RoleName="reader", AssumeRolePolicyDocument=json.dumps(trust))
+    iam.attach_role_policy(RoleName="reader", PolicyArn=arn)
+    creds = dict(aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"])
+    sts = boto3.client("sts", **kw, **creds)
+    tmp = sts.assume_role(RoleArn="arn:aws:iam::123456789012:role/reader", RoleSessionName="hdl")["Credentials"]
+    out += [f"key={key['AccessKeyId']}", f"secret={key['SecretAccessKey']}", f"session_key={tmp['AccessKeyId']}",
+            f"session_secret={tmp['SecretAccessKey']}", f"session_token={tmp['SessionToken']}"]
+else:
+    creds = anon
+s3 = boto3.client("s3", **kw, **creds)
+s3.create_bucket(Bucket="hdl")
+for dirpath, _, files in os.walk(root):
+    for name in sorted(files):
+        path = os.path.join(dirpath, name)
+        s3.upload_file(path, "hdl", os.path.relpath(path, root))
+print("\n".join(out))
+"""
+
+# The free calls MOTO_SETUP makes before moto checks signatures.
+MOTO_FREE_CALLS = 6
+
+
+def start_moto(root, log, auth):
+    """moto's S3 server with bucket "hdl" holding every file of --root; with `auth`, checking
+    signatures (the keys are returned as moto_key=..., moto_secret=..., moto_session_*=...)."""
     moto = find_moto()
     if not moto:
-        return None, "moto_server not found (bash tests/media/make_moto_venv.sh, or HDL_MOTO_SERVER)"
-    if not shutil.which("curl"):
-        return None, "the curl CLI is not installed (apt-get install curl)"
+        return None, "moto_server not found (bash tests/media/make_moto_venv.sh, or HDL_MOTO_SERVER)", []
+    python = os.path.join(os.path.dirname(moto), "python")
+    if not os.access(python, os.X_OK):
+        return None, f"no python beside {moto} (boto3 sets moto up)", []
     port = free_port()
-    p = start([moto, "-H", "127.0.0.1", "-p", str(port)], log)
+    env = dict(os.environ)
+    env.pop("INITIAL_NO_AUTH_ACTION_COUNT", None)
+    if auth:
+        env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(MOTO_FREE_CALLS)
+    p = subprocess.Popen([moto, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log,
+                         stdin=subprocess.DEVNULL, env=env)
+    procs.append(p)
     if not wait_port(port, p):
-        return None, f"{moto} did not start"
-    base = f"http://127.0.0.1:{port}"
-    sign = ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "testing:testing", "-sf", "-o", "/dev/null"]
-    subprocess.run(["curl", *sign, "-X", "PUT", f"{base}/hdl"], check=True)
-    for dirpath, _, files in os.walk(root):
-        for name in sorted(files):
-            path = os.path.join(dirpath, name)
-            key = os.path.relpath(path, root)
-            subprocess.run(["curl", *sign, "-T", path, f"{base}/hdl/{key}"], check=True)
-    return port, None
+        return None, f"{moto} did not start", []
+    made = subprocess.run([python, "-c", MOTO_SETUP, f"http://127.0.0.1:{port}", root, "1" if auth else "0"],
+                          stdout=subprocess.PIPE, stderr=log, text=True)
+    if made.returncode != 0:
+        return None, f"moto's setup failed (see {log.name})", []
+    name = "moto" if auth else "moto_anon"
+    return port, None, [f"{name}_{line}" for line in made.stdout.split()]
 
 
 def main():
@@ -154,9 +208,12 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     out = [f"pid={os.getpid()}"]
     try:
-        starters = {"nginx": lambda: start_nginx(a.root, a.state, log), "moto": lambda: start_moto(a.root, log)}
+        starters = {"nginx": lambda: start_nginx(a.root, a.state, log) + ([],),
+                    "moto": lambda: start_moto(a.root, log, auth=True),
+                    "moto_anon": lambda: start_moto(a.root, log, auth=False)}
         for name in a.want.split(","):
-            port, why = starters[name]()
+            port, why, lines = starters[name]()
+            extra.extend(lines)
             if why:
                 out.append(f"skip_{name}={why}")
                 continue

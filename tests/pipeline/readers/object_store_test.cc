@@ -83,6 +83,18 @@ class ObjectStoreTest : public ::testing::Test {
     return "http://127.0.0.1:" + info_[server] + "/" + rel;
   }
   std::string root() const { return dir_->path("root").string(); }
+  // The key of the IAM user that moto (which checks signatures) made for the test, at
+  // `server` ("moto" or "proxy_moto"); with `session`, the temporary credentials of the role it
+  // assumed (a session token).
+  S3Config moto_config(const std::string& server, bool session = false) {
+    S3Config c;
+    c.endpoint = url(server);
+    c.access_key_id = info_[session ? "moto_session_key" : "moto_key"];
+    c.secret_access_key = info_[session ? "moto_session_secret" : "moto_secret"];
+    if (session) c.session_token = info_["moto_session_token"];
+    c.credentials_source = "the test";
+    return c;
+  }
 
   std::unique_ptr<TarDir> dir_;
   bool started_ = false;
@@ -142,7 +154,8 @@ RemoteOptions fast_retries() {
   return o;
 }
 
-S3Config moto_config(const std::string& endpoint) {
+// Credentials no server knows: the secret is planted, to be looked for in what is sent and shown.
+S3Config planted_config(const std::string& endpoint) {
   S3Config c;
   c.endpoint = endpoint, c.access_key_id = "AKIDTESTING", c.secret_access_key = kSecret;
   c.credentials_source = "the test";
@@ -316,7 +329,7 @@ TEST_F(ObjectStoreTest, S3RequestsAreSignedAndCarryTheSessionToken) {
   start("nginx", 0.0);
   if (std::string why = missing("proxy_nginx"); !why.empty()) GTEST_SKIP() << why;
   // The proxy answers "__headers__" paths with the headers it got (any S3 endpoint would do).
-  S3Config c = moto_config(url("proxy_nginx"));
+  S3Config c = planted_config(url("proxy_nginx"));
   c.session_token = "TOKEN-for-the-test";
   auto fs = s3_file_system(c, RemoteOptions());
   auto f = fs->open("s3://hdl/__headers__/x");
@@ -336,7 +349,7 @@ TEST_F(ObjectStoreTest, S3FromMotoIsTheLocalDisk) {
   start("moto", 0.0);
   if (std::string why = missing("moto"); !why.empty()) GTEST_SKIP() << why;
   const auto local = read_all(root() + "/" + kSpec, nullptr);
-  auto fs = s3_file_system(moto_config(url("moto")), RemoteOptions());
+  auto fs = s3_file_system(moto_config("moto"), RemoteOptions());
   EXPECT_EQ(read_all("s3://hdl/" + kSpec, fs), local);
   {
     const RemoteStats s = fs->stats();
@@ -357,12 +370,48 @@ TEST_F(ObjectStoreTest, S3FromMotoIsTheLocalDisk) {
   EXPECT_NE(m.find("s3://hdl/nope.tar"), std::string::npos) << m;
   EXPECT_NE(m.find("HTTP 404"), std::string::npos) << m;
   EXPECT_NE(m.find("NoSuchKey"), std::string::npos) << m;
-  EXPECT_EQ(m.find(kSecret), std::string::npos);
+  EXPECT_EQ(m.find(info_["moto_secret"]), std::string::npos);
   // The default file system takes s3:// paths, configured from the environment.
   ::setenv("AWS_ENDPOINT_URL", url("moto").c_str(), 1);
-  ::setenv("AWS_ACCESS_KEY_ID", "AKIDTESTING", 1);
-  ::setenv("AWS_SECRET_ACCESS_KEY", kSecret, 1);
+  ::setenv("AWS_ACCESS_KEY_ID", info_["moto_key"].c_str(), 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", info_["moto_secret"].c_str(), 1);
   EXPECT_EQ(read_all("s3://hdl/" + kSpec, nullptr), local);
+}
+
+// moto checks signatures as S3 does: temporary credentials (a session token) read the shards;
+// a wrong secret (403), or a wrong token (400, as S3 answers it), fails at once (not retried) naming the bucket and key,
+// S3's code and where the credentials came from, never the secret or the token.
+TEST_F(ObjectStoreTest, S3SignaturesAreCheckedSessionTokensWorkAndWrongSecretsFailClearly) {
+  start("moto", 0.0);
+  if (std::string why = missing("moto"); !why.empty()) GTEST_SKIP() << why;
+  const auto local = read_all(root() + "/" + kSpec, nullptr);
+  const S3Config session = moto_config("moto", true);
+  ASSERT_FALSE(session.session_token.empty());
+  EXPECT_EQ(read_all("s3://hdl/" + kSpec, s3_file_system(session, RemoteOptions())), local);
+  auto listed = s3_file_system(session, RemoteOptions())->list("s3://hdl/shard-");
+  ASSERT_TRUE(listed.is_ok()) << listed.status().message();
+  EXPECT_EQ(listed->size(), size_t(kShards));
+
+  S3Config wrong_secret = moto_config("moto");
+  wrong_secret.secret_access_key = kSecret;
+  S3Config wrong_token = session;
+  wrong_token.session_token = "WrOnGtOkEn-" + std::string(kSecret);
+  const std::tuple<S3Config, const char*, const char*> cases[] = {{wrong_secret, "HTTP 403", "SignatureDoesNotMatch"},
+                                                                   {wrong_token, "HTTP 400", "InvalidToken"}};
+  for (const auto& [config, status, code] : cases) {
+    auto f = s3_file_system(config, RemoteOptions())->open("s3://hdl/shard-001.tar");
+    ASSERT_FALSE(f.is_ok());
+    const std::string m = f.status().message();
+    EXPECT_NE(m.find("s3://hdl/shard-001.tar"), std::string::npos) << m;
+    EXPECT_NE(m.find(status), std::string::npos) << m;
+    EXPECT_NE(m.find(code), std::string::npos) << m;
+    EXPECT_NE(m.find("credentials: the test"), std::string::npos) << m;
+    EXPECT_EQ(m.find("after"), std::string::npos) << "an authentication error is not retried: " << m;
+    EXPECT_EQ(m.find(kSecret), std::string::npos) << m;
+    EXPECT_EQ(m.find(info_["moto_secret"]), std::string::npos) << m;
+    EXPECT_EQ(m.find(info_["moto_session_secret"]), std::string::npos) << m;
+    EXPECT_EQ(m.find(info_["moto_session_token"]), std::string::npos) << m;
+  }
 }
 
 TEST_F(ObjectStoreTest, UnderFaultsEverySampleComesOnceAndRetriesAreCounted) {
@@ -414,7 +463,7 @@ TEST_F(ObjectStoreTest, UnderFaultsEverySampleComesOnceAndRetriesAreCounted) {
     std::printf("SKIPPED the HTTP half: %s\n", no_nginx.c_str());
   }
   if (no_moto.empty()) {
-    auto fs = s3_file_system(moto_config(url("proxy_moto")), fast_retries());
+    auto fs = s3_file_system(moto_config("proxy_moto"), fast_retries());
     expect_each_once(read_all("s3://hdl/" + kSpec, fs), local);
     const RemoteStats s = fs->stats();
     EXPECT_GT(s.retries, 0) << s.requests << " requests";
@@ -427,7 +476,7 @@ TEST_F(ObjectStoreTest, UnderFaultsEverySampleComesOnceAndRetriesAreCounted) {
     EXPECT_NE(m.find("InvalidAccessKeyId"), std::string::npos) << m;
     EXPECT_NE(m.find("credentials: the test"), std::string::npos) << m;
     EXPECT_NE(m.find("s3://hdl/__auth__/x.tar"), std::string::npos) << m;
-    EXPECT_EQ(m.find(kSecret), std::string::npos) << m;
+    EXPECT_EQ(m.find(info_["moto_secret"]), std::string::npos) << m;
     EXPECT_EQ(m.find("after"), std::string::npos) << "an auth error is not retried: " << m;
   } else {
     std::printf("SKIPPED the S3 half: %s\n", no_moto.c_str());
