@@ -232,6 +232,9 @@ void HttpClient::start_attempt(void* handle, Tries& t, Attempt* a) {
   a->handle = h;
   curl_easy_reset(h);  // keeps the connection, the DNS cache and the TLS session
   curl_easy_setopt(h, CURLOPT_URL, q.url.c_str());
+  // The path as given: "a/../b" names an object of its own on S3 (and may on HTTP); libcurl
+  // would otherwise remove dot segments and read another object. SigV4 signs what is sent.
+  curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, a->errbuf);
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);

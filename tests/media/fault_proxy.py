@@ -13,7 +13,7 @@ drawn from random.Random(seed) in arrival order, in one of five ways:
   stall  nothing is sent for stall-s seconds, then the connection is closed
   cut    the upstream's status and headers (its full Content-Length), half the body, close
 A path containing "__auth__" always gets S3's "403 InvalidAccessKeyId"; one containing
-"__headers__" gets the request's headers, "Name: value" lines padded with spaces to 4096
+"__headers__" gets the request's path as it came ("path: /a/../b") and its headers, "Name: value" lines padded with spaces to 4096
 bytes (200, never a fault), for the tests to see what a client sends. Each fault is logged
 (one line: the fault, the method and the path) to --log, for the tests to count.
 --latency-ms delays every answer's first byte by that long (an object store's time to first
@@ -92,7 +92,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return self.answer(403, s3_error("InvalidAccessKeyId",
                                              "The AWS Access Key Id you provided does not exist in our records."))
         if "__headers__" in self.path:
-            text = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()[:4096]
+            text = (f"path: {self.path}\n" + "".join(f"{k}: {v}\n" for k, v in self.headers.items())).encode()[:4096]
             return self.answer(200, text.ljust(4096, b" "), "text/plain")
         kind = self.fault()
         if kind == "drop":
