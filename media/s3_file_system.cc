@@ -3,6 +3,8 @@
 // libcurl's AWS Signature V4 (CURLOPT_AWS_SIGV4); no hand-written signing.
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include "media/detail/remote_file.h"
 #include "media/remote_file_system.h"
@@ -97,9 +99,17 @@ class S3Reader final : public detail::ObjectReader {
     while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
   }
 
+  // The region requests for `bucket` are addressed and signed for: the configured one, until
+  // S3 said the bucket is elsewhere (relocated()).
+  std::string region_of(const std::string& bucket) const {
+    std::lock_guard lock(mu_);
+    const auto it = regions_.find(bucket);
+    return it == regions_.end() ? config.region : it->second;
+  }
+
   std::string http_url(const S3Location& loc, const std::string& query = "") const {
     std::string base = config.endpoint.empty()
-                           ? "https://" + loc.bucket + ".s3." + config.region + ".amazonaws.com/" + encode(loc.key, true)
+                           ? "https://" + loc.bucket + ".s3." + region_of(loc.bucket) + ".amazonaws.com/" + encode(loc.key, true)
                            : config.endpoint + "/" + loc.bucket + "/" + encode(loc.key, true);
     return query.empty() ? base : base + "?" + query;
   }
@@ -109,12 +119,12 @@ class S3Reader final : public detail::ObjectReader {
     q.url = http_url(loc, query);
     q.shown = shown + " (" + detail::strip_query(q.url) + ")";
     if (!config.access_key_id.empty()) {
-      q.aws_sigv4 = "aws:amz:" + config.region + ":s3";
+      q.aws_sigv4 = "aws:amz:" + region_of(loc.bucket) + ":s3";
       q.userpwd = config.access_key_id + ":" + config.secret_access_key;
       // S3 requires it on every SigV4 request and libcurl 7.88 does not add it; given, libcurl
       // signs with it as the payload's hash. Our requests have no body to sign.
       q.headers.push_back("x-amz-content-sha256: UNSIGNED-PAYLOAD");
-      if (!config.session_token.empty()) q.headers.push_back("x-amz-security-token: " + config.session_token);
+      if (!config.session_token.empty()) q.credential_headers.push_back("x-amz-security-token: " + config.session_token);
     }
     return q;
   }
@@ -127,7 +137,10 @@ class S3Reader final : public detail::ObjectReader {
     const bool auth = r.status == 401 || r.status == 403 || code == "InvalidAccessKeyId" ||
                       code == "SignatureDoesNotMatch" || code == "ExpiredToken" || code == "InvalidToken" ||
                       code == "AccessDenied";
-    if (auth) detail += " (credentials: " + config.credentials_source + ", region " + config.region + ")";
+    const std::string region = parse_s3_url(q.shown).is_ok() ? region_of(parse_s3_url(q.shown)->bucket) : config.region;
+    if (auth) detail += " (credentials: " + config.credentials_source + ", region " + region + ")";
+    if (!r.bucket_region.empty() && r.bucket_region != config.region)
+      detail += " (the bucket is in region " + r.bucket_region + ": set AWS_REGION=" + r.bucket_region + ")";
     const std::string m = detail::HttpClient::describe(q, r, detail);
     if (r.status == 404 || code == "NoSuchKey" || code == "NoSuchBucket") return Status::not_found(m);
     return Status::io_error(m);
@@ -140,7 +153,25 @@ class S3Reader final : public detail::ObjectReader {
     return q;
   }
 
+  // S3 answers a request signed for the wrong region with its error (301 PermanentRedirect,
+  // 400 AuthorizationHeaderMalformed, ...) and the bucket's region in x-amz-bucket-region: the
+  // bucket's requests are then addressed and signed for that region (as boto3 does).
+  bool relocated(const std::string& url, const detail::HttpResponse& r) override {
+    Result<S3Location> loc = parse_s3_url(url);
+    if (!loc.is_ok() || r.bucket_region.empty() || r.bucket_region == region_of(loc->bucket)) return false;
+    if (r.status != 301 && r.status != 307 && r.status != 400 && r.status != 403) return false;
+    for (char c : r.bucket_region)  // it becomes part of a host name and of the signature
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+    std::lock_guard lock(mu_);
+    regions_[loc->bucket] = r.bucket_region;
+    return true;
+  }
+
   S3Config config;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> regions_;  // buckets found in another region than config's
 };
 
 class S3FileSystem final : public RemoteFileSystem {
@@ -150,9 +181,14 @@ class S3FileSystem final : public RemoteFileSystem {
   Result<std::unique_ptr<RandomAccessFile>> open(const std::string& path) override {
     if (path.compare(0, 5, "s3://") != 0) return Status::invalid_argument("not an s3:// URL: \"" + path + "\"");
     HDL_ASSIGN_OR_RETURN(S3Location loc, parse_s3_url(path));
-    detail::HttpRequest q = reader_->request(loc, path);
-    q.head = true;
-    HDL_ASSIGN_OR_RETURN(detail::HttpResponse r, reader_->client.perform(q));
+    detail::HttpRequest q;
+    detail::HttpResponse r;
+    for (bool again = true;; again = false) {
+      q = reader_->request(loc, path);
+      q.head = true;
+      HDL_ASSIGN_OR_RETURN(r, reader_->client.perform(q));
+      if (r.status / 100 == 2 || !again || !reader_->relocated(path, r)) break;
+    }
     if (r.status / 100 != 2) {
       // A HEAD's error has no body: ask again with a GET of one byte for S3's code.
       detail::HttpRequest g = reader_->request(loc, path);
@@ -180,8 +216,13 @@ class S3FileSystem final : public RemoteFileSystem {
       std::string query;
       if (!token.empty()) query += "continuation-token=" + encode(token, false) + "&";
       query += "list-type=2&prefix=" + encode(loc.key, false);
-      detail::HttpRequest q = reader_->request({loc.bucket, ""}, "s3://" + loc.bucket + "/ (list \"" + loc.key + "\")", query);
-      HDL_ASSIGN_OR_RETURN(detail::HttpResponse r, reader_->client.perform(q));
+      detail::HttpRequest q;
+      detail::HttpResponse r;
+      for (bool again = true;; again = false) {
+        q = reader_->request({loc.bucket, ""}, "s3://" + loc.bucket + "/ (list \"" + loc.key + "\")", query);
+        HDL_ASSIGN_OR_RETURN(r, reader_->client.perform(q));
+        if (r.status / 100 == 2 || !again || !reader_->relocated(prefix, r)) break;
+      }
       if (r.status / 100 != 2) return reader_->status_for(q, r);
       size_t at = 0;
       for (;;) {

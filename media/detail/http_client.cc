@@ -74,6 +74,7 @@ struct HttpClient::Attempt {
   bool overflow = false;  // the server sent more than the range asked for
   int64_t first_byte_us = 0, total_us = 0;
   const HttpRequest* request = nullptr;
+  bool credentials = false;  // this attempt carried the request's credentials
   CURL* handle = nullptr;
   // What libcurl points at during the transfer.
   char errbuf[CURL_ERROR_SIZE] = {0};
@@ -92,7 +93,7 @@ size_t on_header(char* s, size_t size, size_t count, void* user) {
   auto* a = static_cast<HttpClient::Attempt*>(user);
   HttpResponse& r = a->response;
   if (starts_with_ci(s, n, "http/")) {  // a new response (after a redirect or a 100): start over
-    r.content_length = r.total_size = -1, r.modified_s = 0, r.etag.clear();
+    r.content_length = r.total_size = -1, r.modified_s = 0, r.etag.clear(), r.bucket_region.clear();
   } else if (starts_with_ci(s, n, "content-length:")) {
     r.content_length = std::atoll(header_value(s, n, 15).c_str());
   } else if (starts_with_ci(s, n, "content-range:")) {
@@ -105,8 +106,28 @@ size_t on_header(char* s, size_t size, size_t count, void* user) {
     r.modified_s = t > 0 ? int64_t(t) : 0;
   } else if (starts_with_ci(s, n, "etag:")) {
     r.etag = header_value(s, n, 5);
+  } else if (starts_with_ci(s, n, "x-amz-bucket-region:")) {
+    r.bucket_region = header_value(s, n, 20);
   }
   return n;
+}
+
+// A URL's scheme, host and port (the default port when none is given), lower-cased; "" when
+// libcurl cannot parse it.
+std::string origin(const std::string& url) {
+  CURLU* u = curl_url();
+  std::string out;
+  char *scheme = nullptr, *host = nullptr, *port = nullptr;
+  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+    out = std::string(scheme) + "://" + host + ":" + port;
+    for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+  }
+  curl_free(scheme), curl_free(host), curl_free(port);
+  curl_url_cleanup(u);
+  return out;
 }
 
 }  // namespace
@@ -132,7 +153,7 @@ bool PrefetchCounters::reserve(int64_t n, int64_t limit) {
 }
 
 HttpClient::Tries::Tries(const HttpRequest& q, const RemoteOptions& o)
-    : request(&q), start(Clock::now()), deadline(start + std::chrono::milliseconds(o.total_timeout_ms)) {}
+    : request(&q), url(q.url), start(Clock::now()), deadline(start + std::chrono::milliseconds(o.total_timeout_ms)) {}
 
 void* HttpClient::take_handle() {
   {
@@ -216,9 +237,14 @@ HttpClient::AttemptPtr HttpClient::new_attempt() { return AttemptPtr(new Attempt
 
 void HttpClient::start_attempt(void* handle, Tries& t, Attempt* a) {
   const HttpRequest& q = *t.request;
-  ++t.attempt;
+  if (t.follow) {  // a redirect's next hop: the same attempt, not a retry
+    t.follow = false;
+    ++t.redirects;
+  } else {
+    ++t.attempt;
+    if (t.attempt > 1) retries_.fetch_add(1, std::memory_order_relaxed);
+  }
   requests_.fetch_add(1, std::memory_order_relaxed);
-  if (t.attempt > 1) retries_.fetch_add(1, std::memory_order_relaxed);
   const int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.deadline - Clock::now()).count();
   int64_t timeout_ms = std::min(options_.request_timeout_ms, std::max<int64_t>(left_ms, 1));
   t.adaptive = false;
@@ -231,16 +257,15 @@ void HttpClient::start_attempt(void* handle, Tries& t, Attempt* a) {
   a->request = &q;
   a->handle = h;
   curl_easy_reset(h);  // keeps the connection, the DNS cache and the TLS session
-  curl_easy_setopt(h, CURLOPT_URL, q.url.c_str());
+  curl_easy_setopt(h, CURLOPT_URL, t.url.c_str());
   // The path as given: "a/../b" names an object of its own on S3 (and may on HTTP); libcurl
   // would otherwise remove dot segments and read another object. SigV4 signs what is sent.
   curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, a->errbuf);
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+  // Redirects are followed by judge(), which decides what goes to the new origin.
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   // The receive buffer: the curl CLI's 100 KiB (libcurl's default is 16 KiB: six times the recv
   // calls and write callbacks), and libcurl's largest, 512 KiB, for a body of 1 MiB or more
@@ -263,9 +288,12 @@ void HttpClient::start_attempt(void* handle, Tries& t, Attempt* a) {
     a->range = std::to_string(q.begin) + "-" + std::to_string(q.begin + q.length - 1);
     curl_easy_setopt(h, CURLOPT_RANGE, a->range.c_str());
   }
+  a->credentials = !t.foreign;
   for (const std::string& s : q.headers) a->headers = curl_slist_append(a->headers, s.c_str());
+  if (a->credentials)
+    for (const std::string& s : q.credential_headers) a->headers = curl_slist_append(a->headers, s.c_str());
   if (a->headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, a->headers);
-  if (!q.aws_sigv4.empty()) {
+  if (!q.aws_sigv4.empty() && a->credentials) {
     curl_easy_setopt(h, CURLOPT_AWS_SIGV4, q.aws_sigv4.c_str());
     curl_easy_setopt(h, CURLOPT_USERPWD, q.userpwd.c_str());
   }
@@ -287,6 +315,29 @@ void HttpClient::end_attempt(int code, Attempt* a) {
   curl_slist_free_all(a->headers);
   a->headers = nullptr;
   if (a->code != CURLE_OK) a->curl_error = a->errbuf[0] ? a->errbuf : curl_easy_strerror(a->code);
+  const long st = a->response.status;
+  char* location = nullptr;
+  if (a->code == CURLE_OK && st >= 300 && st < 400 && curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &location) == CURLE_OK &&
+      location)
+    a->response.location = location;
+}
+
+// Why the redirect of attempt `a` (to a.response.location) is not followed; "" when it is.
+std::string HttpClient::refuse_redirect(const Tries& t, const Attempt& a) const {
+  const HttpRequest& q = *t.request;
+  const std::string& to = a.response.location;
+  const std::string there = origin(to), here = origin(t.url);
+  const std::string shown = strip_query(to);
+  if (t.redirects >= kMaxRedirects)
+    return "more than " + std::to_string(kMaxRedirects) + " redirects (the last to " + shown + ")";
+  if (there.rfind("http://", 0) != 0 && there.rfind("https://", 0) != 0)
+    return "a redirect to another scheme than http or https is refused (" + shown + ")";
+  if (here.rfind("https://", 0) == 0 && there.rfind("http://", 0) == 0)
+    return "a redirect from https to http is refused (to " + shown + ")";
+  if (!q.aws_sigv4.empty() && there != origin(q.url))
+    return "a signed request is not sent to another host than the one it was signed for (redirected to " +
+           there + "; point AWS_ENDPOINT_URL or the region at where the bucket is)";
+  return "";
 }
 
 std::optional<Result<HttpResponse>> HttpClient::judge(Tries& t, Attempt& a) {
@@ -307,6 +358,16 @@ std::optional<Result<HttpResponse>> HttpClient::judge(Tries& t, Attempt& a) {
       return Status::io_error(describe(q, a.response, "") + ": " + t.last_problem);
     }
     retry = t.transport = true;
+  } else if (st >= 300 && st < 400 && !a.response.location.empty()) {
+    if (std::string why = refuse_redirect(t, a); !why.empty()) {
+      failures_.fetch_add(1, std::memory_order_relaxed);
+      return Status::io_error(describe(q, a.response, "") + ": " + why);
+    }
+    // Credentials go only to the origin they belong to, the one the request was made for.
+    t.foreign = origin(a.response.location) != origin(q.url);
+    t.url = a.response.location;
+    t.follow = true;
+    return std::nullopt;
   } else if (st >= 500 || st == 429) {
     retry = true;
     t.last_problem.clear();
@@ -334,6 +395,7 @@ std::optional<Result<HttpResponse>> HttpClient::judge(Tries& t, Attempt& a) {
 }
 
 std::optional<HttpClient::Clock::duration> HttpClient::retry_after(const Tries& t) const {
+  if (t.follow) return Clock::now() < t.deadline ? std::optional<Clock::duration>(Clock::duration::zero()) : std::nullopt;
   // Full jitter: sleep uniform(0, min(max, initial * 2^(attempt-1))).
   const double cap = double(std::min<int64_t>(options_.backoff_max_ms,
                                               options_.backoff_initial_ms << std::min(t.attempt - 1, 20)));

@@ -43,6 +43,9 @@ struct HttpRequest {
   int64_t length = 0;
   void* dst = nullptr;               ///< a 2xx range body goes here (room for length); else body
   std::vector<std::string> headers;  ///< "Name: value"
+  /// "Name: value" headers that carry credentials (a session token): sent only to url's own
+  /// origin (scheme, host, port), never to where a redirect points elsewhere.
+  std::vector<std::string> credential_headers;
   std::string aws_sigv4;             ///< CURLOPT_AWS_SIGV4's "aws:amz:<region>:s3"; "": unsigned
   std::string userpwd;               ///< "<key id>:<secret>" when signed (never printed)
 };
@@ -55,9 +58,15 @@ struct HttpResponse {
   int64_t total_size = -1;    ///< from "Content-Range: bytes a-b/N"
   int64_t modified_s = 0;     ///< Last-Modified as a Unix time; 0: none
   std::string etag;
+  std::string location;       ///< a 3xx's Location, resolved (a redirect not followed)
+  std::string bucket_region;  ///< S3's x-amz-bucket-region
 };
 
-/// Sends requests, retrying transient failures (see remote_file_system.h). Returns the response
+/// Sends requests, retrying transient failures (see remote_file_system.h), and following
+/// redirects itself (libcurl's own following would send custom headers, a session token among
+/// them, to any host): at most 5; never from https to http, nor to another scheme; to another
+/// origin (scheme, host, port) without credential_headers and unsigned, and a signed request
+/// (aws_sigv4) not at all. A refused redirect is an error naming both ends. Returns the response
 /// for any final HTTP status (2xx, or an error status the caller turns into a message with
 /// http_error()); a Status for a transport failure or a short body after the last attempt.
 ///
@@ -98,8 +107,12 @@ class HttpClient {
   struct Tries {
     explicit Tries(const HttpRequest& q, const RemoteOptions& o);
     const HttpRequest* request;
+    std::string url;                    // where the next attempt goes: request->url, or a redirect's target
     Clock::time_point start, deadline;  // deadline: start + total_timeout_ms
     int attempt = 0;                    // the current attempt, from 1
+    int redirects = 0;                  // redirects followed
+    bool follow = false;                // the next attempt follows a redirect (not a retry)
+    bool foreign = false;               // url is another origin than request->url: no credentials
     bool adaptive = false;              // its timeout is the adaptive deadline
     bool transport = false;             // it failed in transport (a drop, a cut body, a stall)
     int sharing = 1;                    // transfers running at once (the FetchLoop's), this one included
@@ -117,6 +130,9 @@ class HttpClient {
   std::optional<Clock::duration> retry_after(const Tries& t) const;
   /// The result of a request whose last attempt has failed.
   Result<HttpResponse> give_up(Tries& t);
+  /// Why the redirect attempt `a` asks for is not to be followed; "" when it is.
+  std::string refuse_redirect(const Tries& t, const Attempt& a) const;
+  static constexpr int kMaxRedirects = 5;
   void* take_handle();
   void give_back(void* handle);
 

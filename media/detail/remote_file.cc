@@ -7,9 +7,12 @@
 namespace hdl::detail {
 
 Status ObjectReader::read_range(const std::string& url, int64_t offset, int64_t n, void* dst) {
-  HDL_ASSIGN_OR_RETURN(HttpRequest q, range_request(url, offset, n, dst));
-  HDL_ASSIGN_OR_RETURN(HttpResponse r, client.perform(q));
-  return r.status / 100 == 2 ? Status::ok() : status_for(q, r);
+  for (bool again = true;; again = false) {
+    HDL_ASSIGN_OR_RETURN(HttpRequest q, range_request(url, offset, n, dst));
+    HDL_ASSIGN_OR_RETURN(HttpResponse r, client.perform(q));
+    if (r.status / 100 == 2) return Status::ok();
+    if (!again || !relocated(url, r)) return status_for(q, r);
+  }
 }
 
 void ObjectReader::fetch_range(const std::string& url, int64_t offset, int64_t n, void* dst,

@@ -35,6 +35,9 @@ class ObjectReader {
   virtual Result<HttpRequest> range_request(const std::string& url, int64_t offset, int64_t n, void* dst) const = 0;
   /// A final error status as a Status naming the URL and the status (kNotFound for 404).
   virtual Status status_for(const HttpRequest& q, const HttpResponse& r) const = 0;
+  /// Whether error answer `r` to a request for `url` moved the object (S3: the bucket is in
+  /// another region), so that a request made again goes where it is; false by default.
+  virtual bool relocated(const std::string& /*url*/, const HttpResponse& /*r*/) { return false; }
 
   /// Reads exactly n bytes at offset into dst (the caller clipped the range to the size).
   Status read_range(const std::string& url, int64_t offset, int64_t n, void* dst);

@@ -13,9 +13,14 @@ drawn from random.Random(seed) in arrival order, in one of five ways:
   stall  nothing is sent for stall-s seconds, then the connection is closed
   cut    the upstream's status and headers (its full Content-Length), half the body, close
 A path containing "__auth__" always gets S3's "403 InvalidAccessKeyId"; one containing
-"__headers__" gets the request's path as it came ("path: /a/../b") and its headers, "Name: value" lines padded with spaces to 4096
-bytes (200, never a fault), for the tests to see what a client sends. Each fault is logged
-(one line: the fault, the method and the path) to --log, for the tests to count.
+"__headers__" gets the request's path as it came ("path: /a/../b") and its headers, "Name:
+value" lines padded with spaces to 4096 bytes (200, never a fault), for the tests to see what a
+client sends (also logged: "headers METHOD PATH Name=value ..."); one containing
+"__redirect__/<status>/<scheme>/<host:port>/<rest>" gets that status with Location
+<scheme>://<host:port>/<rest>; one containing "__region__/<region>/" gets S3's 301
+PermanentRedirect with x-amz-bucket-region <region> unless signed for that region (then it is
+forwarded). Each fault is logged (one line: the fault, the method and the
+path) to --log, for the tests to count.
 --latency-ms delays every answer's first byte by that long (an object store's time to first
 byte: S3's is 20-60 ms); each new high of requests being answered at once is logged as
 "in_flight N", for the tests to see how many requests a client has in flight.
@@ -28,6 +33,7 @@ import socketserver
 import sys
 import threading
 import time
+import urllib.parse
 
 FAULTS = ["drop", "500", "503", "stall", "cut"]
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "upgrade"}
@@ -91,7 +97,32 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         if "__auth__" in self.path:
             return self.answer(403, s3_error("InvalidAccessKeyId",
                                              "The AWS Access Key Id you provided does not exist in our records."))
+        if "__redirect__/" in self.path:  # __redirect__/<status>/<scheme>/<host:port>/<rest>: a redirect there
+            code, scheme, hostport, rest = (self.path.split("__redirect__/", 1)[1].split("/", 3) + ["", "", "", ""])[:4]
+            hostport = urllib.parse.unquote(hostport)  # an S3 key's ":" comes as %3A
+            self.send_response(int(code))
+            self.send_header("Location", f"{scheme}://{hostport}/{rest}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if "__region__/" in self.path:  # __region__/<region>/...: S3's answer to a request signed for another region
+            region = self.path.split("__region__/", 1)[1].split("/", 1)[0]
+            scope = self.headers.get("Authorization", "").split("Credential=", 1)[-1].split(",", 1)[0].split("/")
+            if len(scope) < 3 or scope[2] != region:
+                body = s3_error("PermanentRedirect", "The bucket you are attempting to access must be addressed using "
+                                "the specified endpoint.")
+                self.send_response(301)
+                self.send_header("x-amz-bucket-region", region)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+                return
         if "__headers__" in self.path:
+            if self.server.log:  # what reached this server, for the tests to look through
+                with self.server.lock, open(self.server.log, "a") as f:
+                    f.write(f"headers {self.command} {self.path} " + " ".join(f"{k}={v}" for k, v in self.headers.items()) + "\n")
             text = (f"path: {self.path}\n" + "".join(f"{k}: {v}\n" for k, v in self.headers.items())).encode()[:4096]
             return self.answer(200, text.ljust(4096, b" "), "text/plain")
         kind = self.fault()

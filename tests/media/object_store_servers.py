@@ -17,7 +17,8 @@
 Writes STATE/servers.txt, lines "name=value" (pid: this process; nginx, moto, moto_anon,
 proxy_nginx, proxy_moto, proxy_moto_anon,
 nginx_tls (HTTPS, self-signed for 127.0.0.1, its certificate nginx_ca; nginx also redirects
-/redirect/<path> to /<path> and /loop to itself): ports;
+/redirect/<path> to /<path> and /loop to itself, and over HTTPS /to-http/<path> to plain HTTP's
+/<path>): ports;
 skip_nginx, skip_moto: why a server is missing), then "ready". Stops everything on SIGTERM,
 when the process --parent names is gone, or after --lifetime seconds.
 """
@@ -81,7 +82,8 @@ def start_nginx(root, state, log):
         if made.returncode == 0:
             tls_port = free_port()
             tls = (f"  server {{ listen 127.0.0.1:{tls_port} ssl; ssl_certificate {cert}; ssl_certificate_key {key};\n"
-                   f"           root {os.path.abspath(root)}; location / {{ }} }}\n")
+                   f"           root {os.path.abspath(root)}; location / {{ }}\n"
+                   f"           location /to-http/ {{ rewrite ^/to-http/(.*)$ http://127.0.0.1:{port}/$1 redirect; }} }}\n")
     with open(os.path.join(d, "nginx.conf"), "w") as f:
         f.write(f"""{user}daemon off;
 worker_processes 2;

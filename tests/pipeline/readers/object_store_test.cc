@@ -445,6 +445,87 @@ TEST_F(ObjectStoreTest, DotSegmentsInKeysAndPathsAreSentAsGiven) {
   EXPECT_NE(seen.find("path: /__headers__/a/../b/./c\n"), std::string::npos) << seen;
 }
 
+// Redirects are followed by the client, not libcurl (which forwards custom headers, a session
+// token among them, to any host): a signed request redirected to its own origin is followed and
+// signed again; to another origin it is refused, and nothing reaches that host; a redirect from
+// https to http is refused; a plain HTTP one to another origin is followed.
+TEST_F(ObjectStoreTest, RedirectsNeverCarryCredentialsElsewhereNorDowngradeToHttp) {
+  start("nginx,moto", 0.0);
+  if (std::string why = missing("proxy_moto"); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = missing("proxy_nginx"); !why.empty()) GTEST_SKIP() << why;
+  const std::string bytes = dir_->read("root/shard-001.tar");
+  const S3Config session = moto_config("proxy_moto", true);
+  auto fs = s3_file_system(session, RemoteOptions());
+  const auto read_whole = [](RandomAccessFile& f) {
+    std::string got(size_t(f.size()), '\0');
+    EXPECT_TRUE(read_exactly(f, 0, f.size(), got.data()).is_ok());
+    return got;
+  };
+  // To its own origin: followed, signed again (moto checks the signature), the object's bytes.
+  const std::string same = "127.0.0.1:" + info_["proxy_moto"];
+  auto f = fs->open("s3://hdl/__redirect__/307/http/" + same + "/hdl/shard-001.tar");
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  EXPECT_TRUE(read_whole(**f) == bytes);
+  // To another origin (another port): refused, naming it; the token never left.
+  const std::string other = "127.0.0.1:" + info_["proxy_nginx"];
+  auto away = fs->open("s3://hdl/__redirect__/307/http/" + other + "/__headers__/x");
+  ASSERT_FALSE(away.is_ok());
+  const std::string m = away.status().message();
+  EXPECT_NE(m.find("not sent to another host"), std::string::npos) << m;
+  EXPECT_NE(m.find("http://" + other), std::string::npos) << m;
+  EXPECT_EQ(m.find(session.session_token), std::string::npos) << m;
+  const std::string seen = dir_->read("state/faults_nginx.log");
+  EXPECT_EQ(seen.find(session.session_token), std::string::npos) << "the session token reached another host";
+  EXPECT_EQ(seen.find("headers "), std::string::npos) << "a signed request reached another host: " << seen;
+  // Plain HTTP to another origin: followed.
+  auto http = http_file_system(RemoteOptions())->open(url("proxy_nginx", "__redirect__/302/http/127.0.0.1:" + info_["nginx"] + "/shard-001.tar"));
+  ASSERT_TRUE(http.is_ok()) << http.status().message();
+  EXPECT_TRUE(read_whole(**http) == bytes);
+  if (!info_.count("nginx_tls")) {
+    std::printf("SKIPPED the HTTPS half: no openssl, or nginx without TLS\n");
+    return;
+  }
+  // https -> http: refused at once, naming both.
+  RemoteOptions with_ca;
+  with_ca.ca_bundle = info_["nginx_ca"];
+  const std::string https = "https://127.0.0.1:" + info_["nginx_tls"] + "/to-http/shard-001.tar";
+  auto down = http_file_system(with_ca)->open(https);
+  ASSERT_FALSE(down.is_ok());
+  const std::string d = down.status().message();
+  EXPECT_NE(d.find("from https to http"), std::string::npos) << d;
+  EXPECT_NE(d.find(https), std::string::npos) << d;
+  EXPECT_NE(d.find(url("nginx", "shard-001.tar")), std::string::npos) << d;
+  EXPECT_EQ(d.find("gave up after"), std::string::npos) << "a refused redirect is not retried: " << d;
+}
+
+// A bucket in another region than the configured one: S3 answers 301 PermanentRedirect with
+// x-amz-bucket-region (the proxy plays that part); the request is signed again for that region
+// and the bucket's later requests go there at once.
+TEST_F(ObjectStoreTest, S3BucketInAnotherRegionIsSignedForIt) {
+  start("moto", 0.0);
+  if (std::string why = missing("proxy_moto"); !why.empty()) GTEST_SKIP() << why;
+  const std::string sign = "curl -sf --aws-sigv4 aws:amz:eu-west-3:s3 --user '" + info_["moto_key"] + ":" +
+                           info_["moto_secret"] + "' -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -o /dev/null ";
+  ASSERT_TRUE(dir_->sh(sign + "-T root/shard-001.tar " + url("moto", "hdl/__region__/eu-west-3/shard-001.tar")));
+  auto fs = s3_file_system(moto_config("proxy_moto"), RemoteOptions());
+  auto f = fs->open("s3://hdl/__region__/eu-west-3/shard-001.tar");
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  const std::string bytes = dir_->read("root/shard-001.tar");
+  std::string got(bytes.size(), '\0');
+  ASSERT_TRUE(read_exactly(**f, 0, int64_t(got.size()), got.data()).is_ok());
+  EXPECT_TRUE(got == bytes);
+  const int64_t requests = fs->stats().requests;
+  auto again = fs->open("s3://hdl/__region__/eu-west-3/shard-001.tar");
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(fs->stats().requests, requests + 1) << "the bucket's region was not kept";
+  // Anonymous requests are not signed for a region; the error says where the bucket is.
+  S3Config anonymous;
+  anonymous.endpoint = url("proxy_moto");
+  auto anon = s3_file_system(anonymous, RemoteOptions())->open("s3://hdl/__region__/eu-west-3/shard-001.tar");
+  ASSERT_FALSE(anon.is_ok());
+  EXPECT_NE(anon.status().message().find("AWS_REGION=eu-west-3"), std::string::npos) << anon.status().message();
+}
+
 TEST_F(ObjectStoreTest, UnderFaultsEverySampleComesOnceAndRetriesAreCounted) {
   start("nginx,moto", 0.15);
   const std::string no_nginx = missing("nginx").empty() ? missing("proxy_nginx") : missing("nginx");
