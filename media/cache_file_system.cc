@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "media/detail/cache_dir.h"
+#include "media/detail/http_client.h"
 
 namespace hdl {
 namespace {
@@ -31,6 +32,7 @@ class CachedFile final : public RandomAccessFile {
 
   int64_t size() const override { return size_; }
   int64_t modified_ns() const override { return remote_->modified_ns(); }
+  std::string version() const override { return remote_->version(); }
   // Only an object that streams (never cached) is worth prefetching: the rest are read whole
   // into the cache, or already are.
   void will_need(int64_t offset, int64_t n) const override {
@@ -109,7 +111,7 @@ class CachingFileSystem final : public RemoteFileSystem {
   Result<std::unique_ptr<RandomAccessFile>> open(const std::string& path) override {
     HDL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> remote, inner_->open(path));
     if (!is_remote_url(path)) return remote;  // a local file: nothing to cache
-    std::string name = detail::CacheDir::entry_name(path, remote->modified_ns());
+    std::string name = detail::CacheDir::entry_name(path, detail::object_stamp(remote->version(), remote->modified_ns()));
     const int fd = dir_->open_entry(name, remote->size());
     (fd >= 0 ? dir_->counters().hits : dir_->counters().misses).fetch_add(1, std::memory_order_relaxed);
     return std::unique_ptr<RandomAccessFile>(std::make_unique<CachedFile>(dir_, std::move(remote), std::move(name), fd));

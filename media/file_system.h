@@ -42,6 +42,10 @@ class RandomAccessFile {
   /// video metadata cache) use it, with the size and a hash of some bytes, to tell a file
   /// that changed.
   virtual int64_t modified_ns() const { return 0; }
+  /// What names the file's content when it was opened, and changes when the content does: an
+  /// object store's ETag (media/remote_file_system.h); "" when the file system has none (the
+  /// default; a local file). Caches of remote objects key their entries by it.
+  virtual std::string version() const { return ""; }
   /// Reads up to `n` bytes at `offset` into `dst` (which has room for n), like pread: returns
   /// the number of bytes read, which may be fewer than n (a short read is legal; callers loop)
   /// and is 0 only at or past the end of the file. An error is a Status (kIoError, ...).

@@ -57,7 +57,7 @@ class HttpFileSystem final : public RemoteFileSystem {
     if (r.content_length < 0)
       return Status::unsupported(detail::HttpClient::describe(q, r, "") + ": no Content-Length (a size is needed)");
     return std::unique_ptr<RandomAccessFile>(
-        std::make_unique<detail::RemoteFile>(reader_, path, r.content_length, detail::object_stamp(r)));
+        std::make_unique<detail::RemoteFile>(reader_, path, r));
   }
   RemoteStats stats() const override { return reader_->client.stats(); }
   Result<std::vector<RemoteObject>> list(const std::string& prefix) override {

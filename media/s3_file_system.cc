@@ -201,7 +201,7 @@ class S3FileSystem final : public RemoteFileSystem {
     }
     if (r.content_length < 0) return Status::io_error(detail::HttpClient::describe(q, r, ": no Content-Length"));
     return std::unique_ptr<RandomAccessFile>(
-        std::make_unique<detail::RemoteFile>(reader_, path, r.content_length, detail::object_stamp(r)));
+        std::make_unique<detail::RemoteFile>(reader_, path, r));
   }
 
   RemoteStats stats() const override { return reader_->client.stats(); }

@@ -290,6 +290,10 @@ void HttpClient::start_attempt(void* handle, Tries& t, Attempt* a) {
   }
   a->credentials = !t.foreign;
   for (const std::string& s : q.headers) a->headers = curl_slist_append(a->headers, s.c_str());
+  // If-Match takes a strong ETag only (a weak one never matches); the ETag of the answer is
+  // compared either way (judge()).
+  if (!q.etag.empty() && q.etag.rfind("W/", 0) != 0)
+    a->headers = curl_slist_append(a->headers, ("If-Match: " + q.etag).c_str());
   if (a->credentials)
     for (const std::string& s : q.credential_headers) a->headers = curl_slist_append(a->headers, s.c_str());
   if (a->headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, a->headers);
@@ -368,6 +372,13 @@ std::optional<Result<HttpResponse>> HttpClient::judge(Tries& t, Attempt& a) {
     t.url = a.response.location;
     t.follow = true;
     return std::nullopt;
+  } else if (st == 412 && !q.etag.empty()) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    return Status::io_error(changed_object_message(q, a.response));
+  } else if ((st / 100 == 2 || st == 416) && !q.head && ((!q.etag.empty() && !a.response.etag.empty() && a.response.etag != q.etag) ||
+                                          (q.size >= 0 && a.response.total_size >= 0 && a.response.total_size != q.size))) {
+    failures_.fetch_add(1, std::memory_order_relaxed);  // a server that ignores If-Match, or a lying HEAD
+    return Status::io_error(changed_object_message(q, a.response));
   } else if (st >= 500 || st == 429) {
     retry = true;
     t.last_problem.clear();
@@ -493,12 +504,26 @@ std::string HttpClient::describe(const HttpRequest& q, const HttpResponse& r, co
   return out;
 }
 
-int64_t object_stamp(const HttpResponse& head) {
-  if (head.modified_s > 0) return head.modified_s * 1000000000;
-  if (head.etag.empty()) return 0;
+int64_t object_stamp(const std::string& version, int64_t modified_ns) {
+  if (version.empty()) return modified_ns;
   uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (unsigned char c : head.etag) h = (h ^ c) * 1099511628211ULL;
+  for (unsigned char c : version) h = (h ^ c) * 1099511628211ULL;
   return int64_t(h >> 1);
+}
+
+std::string changed_object_message(const HttpRequest& q, const HttpResponse& r) {
+  std::string now;
+  if (r.status == 412) {
+    now = "HTTP 412 to If-Match " + q.etag;
+  } else {
+    if (!r.etag.empty() && r.etag != q.etag) now = "ETag " + r.etag;
+    if (r.total_size >= 0 && r.total_size != q.size)
+      now += (now.empty() ? "" : ", ") + std::to_string(r.total_size) + " bytes";
+  }
+  std::string was = q.etag.empty() ? "" : "ETag " + q.etag;
+  if (q.size >= 0) was += (was.empty() ? "" : ", ") + std::to_string(q.size) + " bytes";
+  return HttpClient::describe(q, HttpResponse{}, "") + ": the object changed since it was opened, or its HEAD did not describe it (it was " + was +
+         "; now " + now + "): nothing is read from another version of it; a new open (a new run) reads the new one";
 }
 
 std::string strip_query(const std::string& url) { return url.substr(0, url.find_first_of("?#")); }

@@ -48,6 +48,11 @@ struct HttpRequest {
   std::vector<std::string> credential_headers;
   std::string aws_sigv4;             ///< CURLOPT_AWS_SIGV4's "aws:amz:<region>:s3"; "": unsigned
   std::string userpwd;               ///< "<key id>:<secret>" when signed (never printed)
+  /// The object as it was opened, for a range read: its ETag (sent as If-Match when strong; a
+  /// 412, or a 2xx with another ETag, is the object having changed) and its size (a
+  /// Content-Range total that differs is an error, not data). "" / -1: not checked.
+  std::string etag;
+  int64_t size = -1;
 };
 
 struct HttpResponse {
@@ -166,8 +171,14 @@ class HttpClient {
   std::unique_ptr<FetchLoop> loop_;  // made by the first submit(); stopped first by ~HttpClient
 };
 
-/// The stamp for an object: Last-Modified in ns, else a positive hash of the ETag, else 0.
-int64_t object_stamp(const HttpResponse& head);
+/// What names a version of an object in a cache entry's name: a positive hash of its ETag
+/// (RandomAccessFile::version()), else its modification time in ns, else 0.
+int64_t object_stamp(const std::string& version, int64_t modified_ns);
+
+/// The error for a range read of an object that changed since it was opened (a 412 to its
+/// If-Match, a 2xx with another ETag or another size): what it was and what it is now, and
+/// that a new run (or a new open) reads the new object.
+std::string changed_object_message(const HttpRequest& q, const HttpResponse& r);
 
 /// url without its query string and fragment (what messages may show).
 std::string strip_query(const std::string& url);

@@ -6,19 +6,21 @@
 
 namespace hdl::detail {
 
-Status ObjectReader::read_range(const std::string& url, int64_t offset, int64_t n, void* dst) {
+Status ObjectReader::read_range(const std::string& url, const Pinned& pinned, int64_t offset, int64_t n, void* dst) {
   for (bool again = true;; again = false) {
     HDL_ASSIGN_OR_RETURN(HttpRequest q, range_request(url, offset, n, dst));
+    q.etag = pinned.etag, q.size = pinned.size;
     HDL_ASSIGN_OR_RETURN(HttpResponse r, client.perform(q));
     if (r.status / 100 == 2) return Status::ok();
     if (!again || !relocated(url, r)) return status_for(q, r);
   }
 }
 
-void ObjectReader::fetch_range(const std::string& url, int64_t offset, int64_t n, void* dst,
+void ObjectReader::fetch_range(const std::string& url, const Pinned& pinned, int64_t offset, int64_t n, void* dst,
                                std::function<void(bool)> done) {
   Result<HttpRequest> q = range_request(url, offset, n, dst);
   if (!q.is_ok()) return done(false);
+  q->etag = pinned.etag, q->size = pinned.size;
   client.submit(std::move(*q), [done = std::move(done)](Result<HttpResponse> r) {
     done(r.is_ok() && r->status / 100 == 2);
   });
@@ -46,8 +48,9 @@ struct RemoteFile::Prefetch {
   bool used = false;       // under mu
 };
 
-RemoteFile::RemoteFile(std::shared_ptr<ObjectReader> reader, std::string url, int64_t size, int64_t modified_ns)
-    : reader_(std::move(reader)), url_(std::move(url)), size_(size), modified_ns_(modified_ns),
+RemoteFile::RemoteFile(std::shared_ptr<ObjectReader> reader, std::string url, const HttpResponse& head)
+    : reader_(std::move(reader)), url_(std::move(url)), pinned_{head.etag, head.content_length},
+      size_(head.content_length), modified_ns_(head.modified_s * 1000000000),
       block_(reader_->client.options().small_read_block) {}
 
 RemoteFile::~RemoteFile() = default;
@@ -86,7 +89,7 @@ void RemoteFile::will_need(int64_t offset, int64_t n) const {
     prefetches_[offset] = p;
   }
   counters.started.fetch_add(1, std::memory_order_relaxed);
-  reader_->fetch_range(url_, offset, n, p->data.get(), [p](bool ok) {
+  reader_->fetch_range(url_, pinned_, offset, n, p->data.get(), [p](bool ok) {
     std::lock_guard lock(p->mu);
     p->state = ok ? Prefetch::kReady : Prefetch::kFailed;
     p->ready_at = std::chrono::steady_clock::now();
@@ -114,7 +117,7 @@ Result<int64_t> RemoteFile::read(int64_t offset, int64_t n, void* dst) const {
     if (cached_at_ < 0 || offset < cached_at_ || offset + n > cached_at_ + int64_t(cached_.size())) {
       const int64_t len = std::min(block_, size_ - offset);
       std::string block(size_t(len), '\0');
-      HDL_RETURN_IF_ERROR(reader_->read_range(url_, offset, len, block.data()));
+      HDL_RETURN_IF_ERROR(reader_->read_range(url_, pinned_, offset, len, block.data()));
       cached_ = std::move(block);
       cached_at_ = offset;
     }
@@ -134,7 +137,7 @@ Result<int64_t> RemoteFile::read(int64_t offset, int64_t n, void* dst) const {
       return n;
     }
   }
-  HDL_RETURN_IF_ERROR(reader_->read_range(url_, offset, n, dst));
+  HDL_RETURN_IF_ERROR(reader_->read_range(url_, pinned_, offset, n, dst));
   return n;
 }
 

@@ -39,24 +39,33 @@ class ObjectReader {
   /// another region), so that a request made again goes where it is; false by default.
   virtual bool relocated(const std::string& /*url*/, const HttpResponse& /*r*/) { return false; }
 
-  /// Reads exactly n bytes at offset into dst (the caller clipped the range to the size).
-  Status read_range(const std::string& url, int64_t offset, int64_t n, void* dst);
+  /// What a range read checks the object against: what its HEAD said when it was opened.
+  struct Pinned {
+    std::string etag;  ///< "": not checked
+    int64_t size = -1;
+  };
+  /// Reads exactly n bytes at offset into dst (the caller clipped the range to the size), of
+  /// the object as `pinned` (HttpRequest::etag, ::size: a change is an error, never data).
+  Status read_range(const std::string& url, const Pinned& pinned, int64_t offset, int64_t n, void* dst);
   /// read_range() in the background (HttpClient::submit); `done(true)` on the I/O thread when
   /// all n bytes are in dst, done(false) when they will not be (whatever the reason).
-  void fetch_range(const std::string& url, int64_t offset, int64_t n, void* dst, std::function<void(bool)> done);
+  void fetch_range(const std::string& url, const Pinned& pinned, int64_t offset, int64_t n, void* dst,
+                   std::function<void(bool)> done);
 
   HttpClient client;
 };
 
-/// A remote object: size and stamp from open()'s HEAD; read() is a range read, clipped to the
-/// size, with reads of at most 1 KiB served from one cached block of options.small_read_block,
-/// and reads inside a prefetched range served from it.
+/// A remote object: size, modification time and ETag from open()'s HEAD; read() is a range
+/// read, clipped to the size, of that version of the object (ObjectReader::Pinned), with reads
+/// of at most 1 KiB served from one cached block of options.small_read_block, and reads inside
+/// a prefetched range served from it.
 class RemoteFile final : public RandomAccessFile {
  public:
-  RemoteFile(std::shared_ptr<ObjectReader> reader, std::string url, int64_t size, int64_t modified_ns);
+  RemoteFile(std::shared_ptr<ObjectReader> reader, std::string url, const HttpResponse& head);
   ~RemoteFile() override;
-  int64_t size() const override { return size_; }
+  int64_t size() const override { return pinned_.size; }
   int64_t modified_ns() const override { return modified_ns_; }
+  std::string version() const override { return pinned_.etag; }
   Result<int64_t> read(int64_t offset, int64_t n, void* dst) const override;
   void will_need(int64_t offset, int64_t n) const override;
 
@@ -69,6 +78,7 @@ class RemoteFile final : public RandomAccessFile {
 
   std::shared_ptr<ObjectReader> reader_;  // first: outlives the prefetches
   std::string url_;
+  ObjectReader::Pinned pinned_;
   int64_t size_, modified_ns_, block_;
   mutable std::mutex mu_;
   mutable int64_t cached_at_ = -1;

@@ -19,7 +19,7 @@ client sends (also logged: "headers METHOD PATH Name=value ..."); one containing
 "__redirect__/<status>/<scheme>/<host:port>/<rest>" gets that status with Location
 <scheme>://<host:port>/<rest>; one containing "__region__/<region>/" gets S3's 301
 PermanentRedirect with x-amz-bucket-region <region> unless signed for that region (then it is
-forwarded). Each fault is logged (one line: the fault, the method and the
+forwarded); "__size__/<delta>/<path>" is <path>, with a HEAD that says delta bytes more. Each fault is logged (one line: the fault, the method and the
 path) to --log, for the tests to count.
 --latency-ms delays every answer's first byte by that long (an object store's time to first
 byte: S3's is 20-60 ms); each new high of requests being answered at once is logged as
@@ -118,6 +118,22 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(body)
+                return
+        if "__size__/" in self.path:  # __size__/<delta>/<path>: a HEAD that lies about the size by delta
+            head, rest = self.path.split("__size__/", 1)
+            delta, rest = rest.split("/", 1)
+            self.path = head + rest
+            if self.command == "HEAD":
+                conn = self.upstream()
+                conn.request("HEAD", self.path, headers={k: v for k, v in self.headers.items() if k.lower() not in HOP})
+                resp = conn.getresponse()
+                resp.read()
+                self.send_response(resp.status, resp.reason)
+                for k, v in resp.getheaders():
+                    if k.lower() not in HOP and k.lower() != "content-length":
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(int(resp.getheader("Content-Length") or 0) + int(delta)))
+                self.end_headers()
                 return
         if "__headers__" in self.path:
             if self.server.log:  # what reached this server, for the tests to look through

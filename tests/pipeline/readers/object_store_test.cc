@@ -526,6 +526,86 @@ TEST_F(ObjectStoreTest, S3BucketInAnotherRegionIsSignedForIt) {
   EXPECT_NE(anon.status().message().find("AWS_REGION=eu-west-3"), std::string::npos) << anon.status().message();
 }
 
+// An object is read as it was when opened: range reads carry its ETag (If-Match), so a shard
+// replaced between two epochs is an error naming it, never samples of bytes from another object;
+// the cache names entries by the ETag, so a replacement within the same second (Last-Modified's
+// resolution) is not served stale.
+TEST_F(ObjectStoreTest, ChangedObjectsAreAnErrorNotOtherBytesAndTheCacheKeysByETag) {
+  start("nginx,moto", 0.0);
+  if (std::string why = missing("moto"); !why.empty()) GTEST_SKIP() << why;
+  const std::string put = "curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user '" + info_["moto_key"] + ":" +
+                          info_["moto_secret"] + "' -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -o /dev/null -T ";
+  const std::string original = dir_->read("root/shard-001.tar");
+  std::string flipped = original;
+  for (size_t i = 0; i < flipped.size(); i += 7) flipped[i] = char(~flipped[i]);
+  dir_->write("flipped.tar", flipped);
+  // A pipeline over S3: epoch 1, then shard-001 is replaced by another of the same size.
+  const auto local = read_all(root() + "/" + kSpec, nullptr);
+  PipelineOptions o;
+  o.batch_size = 5, o.num_threads = 2, o.file_system = s3_file_system(moto_config("moto"), RemoteOptions());
+  {
+    Pipeline pipe(reader_spec("s3://hdl/" + kSpec), o);
+    EXPECT_EQ(read_epoch(pipe), local);
+    ASSERT_TRUE(dir_->sh(put + "flipped.tar " + url("moto", "hdl/shard-001.tar")));
+    try {
+      const auto second = read_epoch(pipe);
+      ADD_FAILURE() << "epoch 2 read " << second.size() << " samples of a replaced shard";
+    } catch (const std::exception& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("s3://hdl/shard-001.tar"), std::string::npos) << m;
+      EXPECT_NE(m.find("changed since it was opened"), std::string::npos) << m;
+    }
+  }
+  ASSERT_TRUE(dir_->sh(put + "root/shard-001.tar " + url("moto", "hdl/shard-001.tar")));
+  // The cache: the object replaced right after it was cached (within the second) is read anew.
+  o.cache.dir = dir_->path("cache").string();
+  auto cached = cached_file_system(s3_file_system(moto_config("moto"), RemoteOptions()), o.cache);
+  const auto whole = [&](const std::string& u) {
+    auto f = cached->open(u);
+    EXPECT_TRUE(f.is_ok()) << f.status().message();
+    std::string got(size_t((*f)->size()), '\0');
+    Status st = read_exactly(**f, 0, (*f)->size(), got.data());
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    return got;
+  };
+  EXPECT_TRUE(whole("s3://hdl/shard-001.tar") == original);
+  ASSERT_TRUE(dir_->sh(put + "flipped.tar " + url("moto", "hdl/shard-001.tar")));
+  EXPECT_TRUE(whole("s3://hdl/shard-001.tar") == flipped) << "the cache served a replaced object";
+  // HTTP: nginx answers If-Match too (its ETag is the file's time and size).
+  if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
+  auto f = http_file_system(RemoteOptions())->open(url("nginx", "shard-002.tar"));
+  ASSERT_TRUE(f.is_ok()) << f.status().message();
+  ASSERT_TRUE(dir_->sh("cp flipped.tar root/shard-002.tar && touch -d '2020-01-01' root/shard-002.tar"));
+  std::string got(100000, '\0');
+  Status st = read_exactly(**f, 1000, int64_t(got.size()), got.data());
+  ASSERT_FALSE(st.is_ok()) << "read bytes of a replaced file";
+  EXPECT_NE(st.message().find("changed since it was opened"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(url("nginx", "shard-002.tar")), std::string::npos) << st.message();
+}
+
+// The size a HEAD gives is checked against the Content-Range of every read: a HEAD that says
+// too few bytes (a whole read would be cut short, silently) or too many (the last reads find
+// nothing: 10 retries of a short body before) is an error at once, naming the URL.
+TEST_F(ObjectStoreTest, ASizeTheBodyContradictsIsAnErrorAtOnce) {
+  start("nginx", 0.0);
+  if (std::string why = missing("proxy_nginx"); !why.empty()) GTEST_SKIP() << why;
+  const int64_t size = int64_t(dir_->read("root/shard-001.tar").size());
+  for (const int delta : {-100, 100}) {
+    SCOPED_TRACE(delta);
+    auto fs = http_file_system(fast_retries());
+    const std::string u = url("proxy_nginx", "__size__/" + std::to_string(delta) + "/shard-001.tar");
+    auto f = fs->open(u);
+    ASSERT_TRUE(f.is_ok()) << f.status().message();
+    ASSERT_EQ((*f)->size(), size + delta);
+    std::string got(size_t(size + delta), '\0');
+    Status st = read_exactly(**f, 0, (*f)->size(), got.data());
+    ASSERT_FALSE(st.is_ok()) << "a whole read of a file whose HEAD lied";
+    EXPECT_NE(st.message().find(std::to_string(size) + " bytes"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(u), std::string::npos) << st.message();
+    EXPECT_EQ(fs->stats().retries, 0) << st.message();
+  }
+}
+
 TEST_F(ObjectStoreTest, UnderFaultsEverySampleComesOnceAndRetriesAreCounted) {
   start("nginx,moto", 0.15);
   const std::string no_nginx = missing("nginx").empty() ? missing("proxy_nginx") : missing("nginx");
