@@ -97,6 +97,13 @@ class S3Reader final : public detail::ObjectReader {
  public:
   S3Reader(S3Config c, const RemoteOptions& o) : ObjectReader(o), config(std::move(c)) {
     while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
+    // A user part ("http://user:password@host") is not how S3 authenticates (the keys sign each
+    // request), and libcurl would sign with it instead of the keys: dropped.
+    if (const size_t scheme = config.endpoint.find("://"); scheme != std::string::npos) {
+      const size_t host = scheme + 3, end = config.endpoint.find_first_of("/?#", host);
+      const size_t at = config.endpoint.rfind('@', end == std::string::npos ? std::string::npos : end);
+      if (at != std::string::npos && at >= host) config.endpoint.erase(host, at + 1 - host);
+    }
   }
 
   // The region requests for `bucket` are addressed and signed for: the configured one, until

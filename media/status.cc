@@ -1,5 +1,7 @@
 #include "media/status.h"
 
+#include "media/text.h"
+
 namespace hdl {
 
 const char* status_code_name(StatusCode code) {
@@ -16,6 +18,8 @@ const char* status_code_name(StatusCode code) {
   }
   return "unknown";
 }
+
+Status::Status(StatusCode code, std::string message) : code_(code), message_(printable(message)) {}
 
 std::string Status::to_string() const {
   if (is_ok()) return "ok";

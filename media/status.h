@@ -35,11 +35,13 @@ enum class StatusCode {
 const char* status_code_name(StatusCode code);
 
 /// The result of an operation that can fail on bad data: a code and a message.
-/// An ok Status carries no message and costs no allocation.
+/// An ok Status carries no message and costs no allocation. The message is kept as
+/// printable() makes it (media/text.h): valid UTF-8, URL secrets redacted, whatever bytes the
+/// data put in it.
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message);
 
   static Status ok() { return {}; }
   static Status invalid_data(std::string m) { return {StatusCode::kInvalidData, std::move(m)}; }

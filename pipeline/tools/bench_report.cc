@@ -9,6 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "media/text.h"
+
 namespace hdl::tools {
 namespace {
 
@@ -108,7 +110,7 @@ std::string text_report(const BenchResult& r) {
   const double cpu = cpu_seconds(r.usage_measure, r.usage_end);
   const double util = r.measured_s > 0 ? cpu / r.measured_s : 0;
   std::string t;
-  t += format("hdl-bench %s over %s: %lld images, %lld classes\n", r.args.pipeline.c_str(), r.args.data.c_str(),
+  t += format("hdl-bench %s over %s: %lld images, %lld classes\n", r.args.pipeline.c_str(), printable(r.args.data).c_str(),
               static_cast<long long>(r.dataset_images), static_cast<long long>(r.classes));
   const bool auto_threads = r.args.threads == PipelineOptions::kAuto;
   const bool auto_prefetch = r.args.prefetch == PipelineOptions::kAuto;
@@ -187,7 +189,7 @@ std::string json_report(const BenchResult& r) {
   json j;
   j["tool"] = "hdl-bench";
   j["pipeline"] = r.args.pipeline;
-  j["data"] = r.args.data;
+  j["data"] = printable(r.args.data);
   j["dataset_images"] = r.dataset_images;
   j["classes"] = r.classes;
   j["options"] = {{"batch_size", r.args.batch_size}, {"threads", r.threads}, {"cores", r.cores},

@@ -17,6 +17,7 @@
 #include "media/cuda/allocator.h"
 #include "media/cuda/runtime.h"
 #include "media/cuda/stream.h"
+#include "media/text.h"
 #include "media/remote_file_system.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/tools/bench_args.h"
@@ -269,10 +270,11 @@ int main(int argc, char** argv) {
   try {
     return hdl::tools::run(args);
   } catch (const hdl::ConfigError& e) {
-    std::fprintf(stderr, "hdl-bench: configuration error: %s\n", e.what());
+    std::fprintf(stderr, "hdl-bench: configuration error: %s\n", hdl::printable(e.what()).c_str());
     return 2;
   } catch (const hdl::DataError& e) {
-    std::fprintf(stderr, "hdl-bench: %s\n(--skip-errors replaces unreadable samples; --max-failures N raises its budget)\n", e.what());
+    std::fprintf(stderr, "hdl-bench: %s\n(--skip-errors replaces unreadable samples; --max-failures N raises its budget)\n",
+                 hdl::printable(e.what()).c_str());
     return 1;
   }
 }

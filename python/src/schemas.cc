@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "media/text.h"
 #include "pipeline/errors.h"
 #include "pipeline/graph.h"
 #include "python/src/bindings.h"
@@ -135,21 +136,44 @@ void bind_errors(py::module_& m) {
   static py::exception<DataError> data_error(m, "DataError", PyExc_RuntimeError);
   data_error.doc() = "A sample could not be produced (corrupt file, unreadable path, ...). "
                      "The message names operator, sample and file; .code is the status code name.";
+  // Every message is printable() (media/text.h): Python decodes strictly, so a byte that is not
+  // UTF-8 (a tar member's name, a key) would replace the error with a UnicodeDecodeError; and no
+  // URL secret is shown. pybind11's own exceptions pass on to its translator.
   py::register_exception_translator([](std::exception_ptr p) {
+    const auto set = [](PyObject* type, const char* what) { PyErr_SetString(type, printable(what).c_str()); };
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const py::builtin_exception&) {
+      throw;
+    } catch (const py::error_already_set&) {
+      throw;
     } catch (const ArgumentTypeError& e) {
-      PyErr_SetString(PyExc_TypeError, e.what());
+      set(PyExc_TypeError, e.what());
     } catch (const ConfigError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      set(PyExc_ValueError, e.what());
     } catch (const PipelineStateError& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
+      set(PyExc_RuntimeError, e.what());
     } catch (const DataError& e) {
-      py::object err = py::reinterpret_borrow<py::object>(data_error.ptr())(e.what());
+      py::object err = py::reinterpret_borrow<py::object>(data_error.ptr())(printable(e.what()));
       err.attr("code") = status_code_name(e.status().code());
       PyErr_SetObject(data_error.ptr(), err.ptr());
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(PyExc_MemoryError, "out of memory");
+    } catch (const std::invalid_argument& e) {
+      set(PyExc_ValueError, e.what());
+    } catch (const std::domain_error& e) {
+      set(PyExc_ValueError, e.what());
+    } catch (const std::length_error& e) {
+      set(PyExc_ValueError, e.what());
+    } catch (const std::out_of_range& e) {
+      set(PyExc_IndexError, e.what());
+    } catch (const std::exception& e) {
+      set(PyExc_RuntimeError, e.what());
     }
   });
+  m.def("printable", [](const std::string& text) { return printable(text); }, py::arg("text"),
+        "text as it may be shown: valid UTF-8 (other bytes as \\xNN) with URL secrets (a presigned query's "
+        "signature and token, a password) redacted (media/text.h). Every message of the library passes through it.");
 }
 
 void bind_schemas(py::module_& m) {
