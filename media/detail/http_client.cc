@@ -71,6 +71,7 @@ struct HttpClient::Attempt {
   std::string curl_error;
   HttpResponse response;
   int64_t received = 0;  // body bytes
+  bool reused = false;    // on a kept-alive connection (none was opened for it)
   bool overflow = false;  // the server sent more than the range asked for
   int64_t first_byte_us = 0, total_us = 0;
   const HttpRequest* request = nullptr;
@@ -267,6 +268,9 @@ void HttpClient::start_attempt(void* handle, Tries& t, Attempt* a) {
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  // After a transport failure (a drop, a cut body, a stall, a connection that misbehaved), the
+  // retry goes on a new connection.
+  curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, t.transport ? 1L : 0L);
   // The receive buffer: the curl CLI's 100 KiB (libcurl's default is 16 KiB: six times the recv
   // calls and write callbacks), and libcurl's largest, 512 KiB, for a body of 1 MiB or more
   // (whole objects, streaming blocks, cache downloads): a fifth fewer CPU seconds per MB than
@@ -316,6 +320,7 @@ void HttpClient::end_attempt(int code, Attempt* a) {
   first_byte_ns_.fetch_add(int64_t(ttfb) * 1000, std::memory_order_relaxed);
   transfer_ns_.fetch_add(int64_t(total) * 1000, std::memory_order_relaxed);
   connections_.fetch_add(connects, std::memory_order_relaxed);
+  a->reused = connects == 0;
   curl_slist_free_all(a->headers);
   a->headers = nullptr;
   if (a->code != CURLE_OK) a->curl_error = a->errbuf[0] ? a->errbuf : curl_easy_strerror(a->code);
@@ -357,7 +362,11 @@ std::optional<Result<HttpResponse>> HttpClient::judge(Tries& t, Attempt& a) {
                             std::to_string(q.length) + " bytes asked for (does it ignore Range?)");
   } else if (a.code != CURLE_OK) {
     t.last_problem = a.curl_error;
-    if (!transient(a.code)) {
+    // A kept-alive connection that answers with nonsense ("Received HTTP/0.9 when not allowed")
+    // holds what an earlier answer sent past its Content-Length: a transport failure, not the
+    // server's answer to this request (libcurl closes that connection; the retry opens another).
+    const bool poisoned = a.reused && (a.code == CURLE_UNSUPPORTED_PROTOCOL || a.code == CURLE_WEIRD_SERVER_REPLY);
+    if (!transient(a.code) && !poisoned) {
       failures_.fetch_add(1, std::memory_order_relaxed);
       return Status::io_error(describe(q, a.response, "") + ": " + t.last_problem);
     }

@@ -19,7 +19,8 @@ client sends (also logged: "headers METHOD PATH Name=value ..."); one containing
 "__redirect__/<status>/<scheme>/<host:port>/<rest>" gets that status with Location
 <scheme>://<host:port>/<rest>; one containing "__region__/<region>/" gets S3's 301
 PermanentRedirect with x-amz-bucket-region <region> unless signed for that region (then it is
-forwarded); "__size__/<delta>/<path>" is <path>, with a HEAD that says delta bytes more. Each fault is logged (one line: the fault, the method and the
+forwarded); "__size__/<delta>/<path>" is <path>, with a HEAD that says delta bytes more;
+"__excess__/<path>" is <path> with bytes after its body (the connection is poisoned). Each fault is logged (one line: the fault, the method and the
 path) to --log, for the tests to count.
 --latency-ms delays every answer's first byte by that long (an object store's time to first
 byte: S3's is 20-60 ms); each new high of requests being answered at once is logged as
@@ -119,6 +120,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 if self.command != "HEAD":
                     self.wfile.write(body)
                 return
+        excess = "__excess__/" in self.path  # __excess__/<path>: <path>, its body followed by bytes past its length
+        if excess:
+            self.path = self.path.replace("__excess__/", "", 1)
         if "__size__/" in self.path:  # __size__/<delta>/<path>: a HEAD that lies about the size by delta
             head, rest = self.path.split("__size__/", 1)
             delta, rest = rest.split("/", 1)
@@ -173,6 +177,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(full))
         self.end_headers()
         if self.command == "HEAD":
+            return
+        if excess:
+            self.wfile.write(data + b"garbage past Content-Length\r\n" * 4)
             return
         if kind == "cut" and len(data) > 1:
             self.wfile.write(data[: len(data) // 2])
