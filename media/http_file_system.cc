@@ -127,6 +127,7 @@ RemoteOptions RemoteOptions::from_environment() {
   else if (const char* cc = std::getenv("CURL_CA_BUNDLE"); cc && *cc) o.ca_bundle = cc;
   o.request_timeout_ms = env_positive("HDL_HTTP_TIMEOUT_MS", o.request_timeout_ms);
   o.total_timeout_ms = env_positive("HDL_HTTP_TOTAL_TIMEOUT_MS", o.total_timeout_ms);
+  o.silence_timeout_ms = env_positive("HDL_HTTP_SILENCE_TIMEOUT_MS", o.silence_timeout_ms);
   o.max_attempts = int(env_positive("HDL_HTTP_MAX_ATTEMPTS", o.max_attempts));
   o.stall_timeout_min_ms = env_positive("HDL_HTTP_STALL_MIN_MS", o.stall_timeout_min_ms);
   o.prefetch_bytes = env_positive("HDL_HTTP_PREFETCH_BYTES", o.prefetch_bytes);

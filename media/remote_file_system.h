@@ -64,6 +64,10 @@ struct RemoteOptions {
   int64_t total_timeout_ms = 300000;       ///< 5 min for all attempts of one read
   int64_t low_speed_bytes_per_s = 1024;    ///< slower than this for low_speed_time_s: a stall
   int64_t low_speed_time_s = 20;           ///< 20 s
+  /// A read gives up once the server has sent nothing, over its attempts, for this long (from
+  /// its start, or from the last attempt that got bytes): a dead server (one that accepts and
+  /// then says nothing) is reported in about a minute, not after every attempt has stalled.
+  int64_t silence_timeout_ms = 60000;      ///< 60 s
   /// Stalls are caught by a deadline per attempt, derived from what this client has seen:
   /// the retransmission timeout of RFC 6298 applied to the time to first byte (smoothed mean
   /// + 4 mean deviations) plus the bytes asked for at a quarter of the observed transfer rate,
@@ -94,7 +98,7 @@ struct RemoteOptions {
                                            ///< with the budget full: 30 s
 
   /// RemoteOptions from the environment: HDL_CA_BUNDLE (else CURL_CA_BUNDLE),
-  /// HDL_HTTP_TIMEOUT_MS (request), HDL_HTTP_TOTAL_TIMEOUT_MS, HDL_HTTP_MAX_ATTEMPTS,
+  /// HDL_HTTP_TIMEOUT_MS (request), HDL_HTTP_TOTAL_TIMEOUT_MS, HDL_HTTP_SILENCE_TIMEOUT_MS, HDL_HTTP_MAX_ATTEMPTS,
   /// HDL_HTTP_STALL_MIN_MS (stall_timeout_min_ms), HDL_HTTP_ADAPTIVE_TIMEOUT (0 or 1),
   /// HDL_HTTP_MAX_IN_FLIGHT (max_in_flight, 0 allowed: off), HDL_HTTP_PREFETCH_BYTES; the rest
   /// default. A value that is not a positive integer (0/1 for the switch, a non-negative one

@@ -2,6 +2,8 @@
 
 #include "media/detail/fetch_loop.h"
 
+#include "media/cancel.h"
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -154,7 +156,8 @@ bool PrefetchCounters::reserve(int64_t n, int64_t limit) {
 }
 
 HttpClient::Tries::Tries(const HttpRequest& q, const RemoteOptions& o)
-    : request(&q), url(q.url), start(Clock::now()), deadline(start + std::chrono::milliseconds(o.total_timeout_ms)) {}
+    : request(&q), url(q.url), start(Clock::now()), deadline(start + std::chrono::milliseconds(o.total_timeout_ms)),
+      heard(start) {}
 
 void* HttpClient::take_handle() {
   {
@@ -208,6 +211,11 @@ static void copy_to_large_body(char* dst, const char* src, size_t n) {
 #endif
   std::memcpy(dst, src, n);
 }
+
+// libcurl's progress callback (at least once a second, even while the server is silent): a
+// non-zero return aborts the transfer (CURLE_ABORTED_BY_CALLBACK) when the work that asked for
+// it was cancelled (media/cancel.h). Only the blocking path runs under a CancelScope.
+static int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return cancel_requested() ? 1 : 0; }
 
 static size_t on_body(char* s, size_t size, size_t count, void* user) {
   const size_t n = size * count;
@@ -287,6 +295,8 @@ void HttpClient::start_attempt(void* handle, Tries& t, Attempt* a) {
   curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   if (q.head) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
   if (q.begin >= 0) {
     a->range = std::to_string(q.begin) + "-" + std::to_string(q.begin + q.length - 1);
@@ -354,9 +364,12 @@ std::optional<Result<HttpResponse>> HttpClient::judge(Tries& t, Attempt& a) {
   if (t.adaptive && a.code == CURLE_OPERATION_TIMEDOUT) stalls_.fetch_add(1, std::memory_order_relaxed);
   t.transport = false;  // a drop, a cut body or a stall: the server did not ask for less
   a.response.attempts = t.attempt;
+  if (a.response.status > 0 || a.received > 0) t.heard = Clock::now();
   bool retry = false;
   const long st = a.response.status;
-  if (a.overflow) {
+  if (a.code == CURLE_ABORTED_BY_CALLBACK) {
+    return Status::cancelled(describe(q, a.response, "") + ": cancelled (the work that asked for it was dropped)");
+  } else if (a.overflow) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return Status::io_error(describe(q, a.response, "") + ": the server sent more than the " +
                             std::to_string(q.length) + " bytes asked for (does it ignore Range?)");
@@ -422,14 +435,21 @@ std::optional<HttpClient::Clock::duration> HttpClient::retry_after(const Tries& 
   // The first retry after a transport failure goes at once (on a new connection).
   const auto sleep = std::chrono::microseconds(
       t.transport && t.attempt == 1 ? 0 : int64_t(cap * 1000 * uniform01(options_.jitter_seed)));
-  if (t.attempt >= options_.max_attempts || Clock::now() + sleep >= t.deadline) return std::nullopt;
+  const auto next = Clock::now() + sleep;
+  if (t.attempt >= options_.max_attempts || next >= t.deadline ||
+      next - t.heard >= std::chrono::milliseconds(options_.silence_timeout_ms))
+    return std::nullopt;
   return sleep;
 }
 
 Result<HttpResponse> HttpClient::give_up(Tries& t) {
   failures_.fetch_add(1, std::memory_order_relaxed);
-  const double secs = std::chrono::duration<double>(Clock::now() - t.start).count();
+  const auto now = Clock::now();
+  const double secs = std::chrono::duration<double>(now - t.start).count();
   std::string why = t.last_problem.empty() ? "" : ": " + t.last_problem;
+  const auto silent_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - t.heard).count();
+  if (silent_ms + 1000 >= options_.silence_timeout_ms && t.attempt < options_.max_attempts)
+    why += "; the server sent nothing for " + std::to_string((silent_ms + 500) / 1000) + " s";
   char took[32];
   std::snprintf(took, sizeof took, "%.1f", secs);
   if (t.last_problem.empty() && t.last.status >= 500) return std::move(t.last);  // the caller formats it (S3 code)
@@ -449,7 +469,11 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& q) {
     if (std::optional<Result<HttpResponse>> done = judge(t, a)) return std::move(*done);
     const std::optional<Clock::duration> sleep = retry_after(t);
     if (!sleep) break;
-    std::this_thread::sleep_for(*sleep);
+    // The backoff in slices, so that cancelled work does not wait it out.
+    for (const auto until = Clock::now() + *sleep; Clock::now() < until;) {
+      if (cancel_requested()) return Status::cancelled(describe(q, t.last, "") + ": cancelled during a retry's backoff");
+      std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(20)));
+    }
   }
   return give_up(t);
 }

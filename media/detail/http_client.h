@@ -114,6 +114,7 @@ class HttpClient {
     const HttpRequest* request;
     std::string url;                    // where the next attempt goes: request->url, or a redirect's target
     Clock::time_point start, deadline;  // deadline: start + total_timeout_ms
+    Clock::time_point heard;            // start, or the end of the last attempt the server sent bytes in
     int attempt = 0;                    // the current attempt, from 1
     int redirects = 0;                  // redirects followed
     bool follow = false;                // the next attempt follows a redirect (not a retry)

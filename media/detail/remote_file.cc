@@ -4,6 +4,8 @@
 #include <condition_variable>
 #include <cstring>
 
+#include "media/cancel.h"
+
 namespace hdl::detail {
 
 Status ObjectReader::read_range(const std::string& url, const Pinned& pinned, int64_t offset, int64_t n, void* dst) {
@@ -17,12 +19,13 @@ Status ObjectReader::read_range(const std::string& url, const Pinned& pinned, in
 }
 
 void ObjectReader::fetch_range(const std::string& url, const Pinned& pinned, int64_t offset, int64_t n, void* dst,
-                               std::function<void(bool)> done) {
+                               std::function<void(Status)> done) {
   Result<HttpRequest> q = range_request(url, offset, n, dst);
-  if (!q.is_ok()) return done(false);
+  if (!q.is_ok()) return done(q.status());
   q->etag = pinned.etag, q->size = pinned.size;
-  client.submit(std::move(*q), [done = std::move(done)](Result<HttpResponse> r) {
-    done(r.is_ok() && r->status / 100 == 2);
+  client.submit(std::move(*q), [this, q = *q, done = std::move(done)](Result<HttpResponse> r) {
+    if (!r.is_ok()) return done(r.status());
+    done(r->status / 100 == 2 ? Status::ok() : status_for(q, *r));
   });
 }
 
@@ -31,6 +34,7 @@ void ObjectReader::fetch_range(const std::string& url, const Pinned& pinned, int
 // file, the transfer) lets go; then, if it had arrived, they were wasted.
 struct RemoteFile::Prefetch {
   enum State { kRunning, kReady, kFailed };
+  Status error;  // why it failed (kFailed), under mu
   Prefetch(PrefetchCounters& c, int64_t at, int64_t len)
       : counters(c), offset(at), n(len), data(new char[size_t(len)]) {}
   ~Prefetch() {
@@ -89,9 +93,10 @@ void RemoteFile::will_need(int64_t offset, int64_t n) const {
     prefetches_[offset] = p;
   }
   counters.started.fetch_add(1, std::memory_order_relaxed);
-  reader_->fetch_range(url_, pinned_, offset, n, p->data.get(), [p](bool ok) {
+  reader_->fetch_range(url_, pinned_, offset, n, p->data.get(), [p](Status st) {
     std::lock_guard lock(p->mu);
-    p->state = ok ? Prefetch::kReady : Prefetch::kFailed;
+    p->state = st.is_ok() ? Prefetch::kReady : Prefetch::kFailed;
+    p->error = std::move(st);
     p->ready_at = std::chrono::steady_clock::now();
     p->cv.notify_all();
   });
@@ -126,8 +131,13 @@ Result<int64_t> RemoteFile::read(int64_t offset, int64_t n, void* dst) const {
   }
   if (std::shared_ptr<Prefetch> p = find(offset, n)) {
     std::unique_lock lock(p->mu);
-    p->cv.wait(lock, [&] { return p->state != Prefetch::kRunning; });
-    if (p->state == Prefetch::kReady) {  // a failed one is dropped: this read asks again
+    // In slices, so that cancelled work (media/cancel.h) does not wait for a stalled transfer.
+    while (!p->cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return p->state != Prefetch::kRunning; }))
+      if (cancel_requested()) return Status::cancelled("a read of a prefetched range was cancelled");
+    // A failed one's error is this read's (asking again would wait as long again, for the same
+    // answer); one cancelled with its file system is dropped, and this read asks itself.
+    if (p->state == Prefetch::kFailed && p->error.code() != StatusCode::kCancelled) return p->error;
+    if (p->state == Prefetch::kReady) {
       std::memcpy(dst, p->data.get() + (offset - p->offset), size_t(n));
       if (!p->used && offset + n == p->offset + p->n) {  // the read that took it: its budget is free
         p->used = true;

@@ -3,9 +3,10 @@
 //
 // Prefetch (RandomAccessFile::will_need): a hinted range is fetched in the background by the
 // client's FetchLoop (media/detail/fetch_loop.h) into a buffer of the file's; a later read()
-// of bytes inside it is served from that buffer, waiting for the transfer if it still runs. A
-// prefetch that failed is dropped and the read makes its own request (so errors still come
-// from read(), with the URL and the status). Bounded: RemoteOptions::max_in_flight transfers
+// of bytes inside it is served from that buffer, waiting for the transfer if it still runs
+// (in slices: cancelled work, media/cancel.h, stops waiting). A prefetch that failed gives the
+// read its error (with the URL and the status: the same retries ran); one cancelled with its
+// file system is dropped and the read makes its own request. Bounded: RemoteOptions::max_in_flight transfers
 // at a time, RemoteOptions::prefetch_bytes of buffers per client (a hint that does not fit is
 // cut: counted, not fetched), released when the read that reaches a buffer's end has copied it,
 // when the file is closed, or when it was ready and unread for RemoteOptions::prefetch_stale_ms
@@ -47,10 +48,10 @@ class ObjectReader {
   /// Reads exactly n bytes at offset into dst (the caller clipped the range to the size), of
   /// the object as `pinned` (HttpRequest::etag, ::size: a change is an error, never data).
   Status read_range(const std::string& url, const Pinned& pinned, int64_t offset, int64_t n, void* dst);
-  /// read_range() in the background (HttpClient::submit); `done(true)` on the I/O thread when
-  /// all n bytes are in dst, done(false) when they will not be (whatever the reason).
+  /// read_range() in the background (HttpClient::submit); `done` gets, on the I/O thread, ok
+  /// when all n bytes are in dst, else why they will not be.
   void fetch_range(const std::string& url, const Pinned& pinned, int64_t offset, int64_t n, void* dst,
-                   std::function<void(bool)> done);
+                   std::function<void(Status)> done);
 
   HttpClient client;
 };

@@ -1,5 +1,6 @@
 #include "pipeline/detail/executor.h"
 
+#include "media/cancel.h"
 #include "media/cuda/allocator.h"
 #include "media/cache_file_system.h"
 #include "media/remote_file_system.h"
@@ -332,6 +333,9 @@ void Executor::Core::record_failure(const Status& status) {
 
 bool Executor::Core::process(Job& job, int64_t slot) {
   if (job.generation == generation.load(std::memory_order_relaxed)) {
+    // Blocking I/O below (a remote read) stops once this job's generation is dropped (the
+    // pipeline destroyed or reset): nobody waits for a stalled server.
+    const CancelScope cancel(&generation, job.generation);
     Workspace& ws = workspace();
     const EpochOrder& order = *job.order;
     const int64_t position = job.first_position + slot;
@@ -351,6 +355,7 @@ bool Executor::Core::process(Job& job, int64_t slot) {
         if (attempt > 0) job.replaced.fetch_add(1, std::memory_order_relaxed);
         break;
       }
+      if (job.generation != generation.load(std::memory_order_relaxed)) break;  // dropped: not a failure
       record_failure(st);
       // The budget is settled when the consumer takes the batch (deterministic whatever the
       // thread count or prefetch depth); here a single sample only stops retrying once it

@@ -20,7 +20,8 @@ client sends (also logged: "headers METHOD PATH Name=value ..."); one containing
 <scheme>://<host:port>/<rest>; one containing "__region__/<region>/" gets S3's 301
 PermanentRedirect with x-amz-bucket-region <region> unless signed for that region (then it is
 forwarded); "__size__/<delta>/<path>" is <path>, with a HEAD that says delta bytes more;
-"__excess__/<path>" is <path> with bytes after its body (the connection is poisoned). Each fault is logged (one line: the fault, the method and the
+"__excess__/<path>" is <path> with bytes after its body (the connection is poisoned); one with
+"__silent__" gets nothing at all (a dead server). Each fault is logged (one line: the fault, the method and the
 path) to --log, for the tests to count.
 --latency-ms delays every answer's first byte by that long (an object store's time to first
 byte: S3's is 20-60 ms); each new high of requests being answered at once is logged as
@@ -120,6 +121,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 if self.command != "HEAD":
                     self.wfile.write(body)
                 return
+        if "__silent__" in self.path:  # a dead server: the connection accepted, then nothing
+            time.sleep(600)
+            self.close_connection = True
+            return
         excess = "__excess__/" in self.path  # __excess__/<path>: <path>, its body followed by bytes past its length
         if excess:
             self.path = self.path.replace("__excess__/", "", 1)

@@ -632,6 +632,43 @@ TEST_F(ObjectStoreTest, AConnectionLeftWithBytesPastABodyIsNotReused) {
   EXPECT_GT(fs->stats().retries, 0) << "no request met the poisoned connection";
 }
 
+// A dead server (it accepts, then says nothing) is reported once it has been silent for
+// RemoteOptions::silence_timeout_ms over the attempts (60 s by default; 3 s here, with 1 s
+// stalls), not after every attempt has stalled; and a pipeline destroyed while its threads
+// wait on such a server (default options: 20 s stalls) does not wait for them.
+TEST_F(ObjectStoreTest, ADeadServerIsReportedSoonAndClosingDoesNotWaitForIt) {
+  start("nginx", 0.0);
+  if (std::string why = missing("proxy_nginx"); !why.empty()) GTEST_SKIP() << why;
+  EXPECT_EQ(RemoteOptions().silence_timeout_ms, 60000);
+  RemoteOptions quick;
+  quick.low_speed_time_s = 1, quick.silence_timeout_ms = 3000, quick.jitter_seed = 5;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto dead = http_file_system(quick)->open(url("proxy_nginx", "__silent__/shard-000.tar"));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(dead.is_ok());
+  const std::string m = dead.status().message();
+  EXPECT_NE(m.find("sent nothing for"), std::string::npos) << m;
+  EXPECT_NE(m.find(url("proxy_nginx", "__silent__/shard-000.tar")), std::string::npos) << m;
+  EXPECT_GE(secs, 2.5) << m;
+  EXPECT_LT(secs, 6.0) << "10 attempts of 1 s and their backoff took 12-14 s: " << m;
+  // Closing: the first batch is read; the second waits on the dead server when the pipeline goes.
+  std::vector<std::string> urls = {url("nginx", "shard-000.tar"), url("nginx", "shard-001.tar"),
+                                   url("proxy_nginx", "__silent__/a.tar"), url("proxy_nginx", "__silent__/b.tar")};
+  PipelineSpec spec;
+  auto r = spec.add("file_reader", {}, {{"shuffle", false}}, {}, "files");
+  spec.set_outputs({r[0], r[1]});
+  spec.nodes()[0].samples = std::make_shared<const Dataset>(Dataset::from_samples(urls, {0, 1, 2, 3}));
+  PipelineOptions o;
+  o.batch_size = 2, o.num_threads = 2, o.file_system = http_file_system(RemoteOptions());
+  auto pipe = std::make_unique<Pipeline>(spec, o);
+  ASSERT_TRUE(pipe->next().has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the second batch is in flight
+  const auto t1 = std::chrono::steady_clock::now();
+  pipe.reset();
+  const double close_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  EXPECT_LT(close_s, 1.5) << "the pipeline waited for a dead server";
+}
+
 TEST_F(ObjectStoreTest, UnderFaultsEverySampleComesOnceAndRetriesAreCounted) {
   start("nginx,moto", 0.15);
   const std::string no_nginx = missing("nginx").empty() ? missing("proxy_nginx") : missing("nginx");
