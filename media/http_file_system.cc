@@ -70,6 +70,7 @@ class HttpFileSystem final : public RemoteFileSystem {
 
 RemoteStats operator+(RemoteStats a, const RemoteStats& b) {
   a.requests += b.requests, a.retries += b.retries, a.failures += b.failures, a.bytes += b.bytes;
+  a.not_found += b.not_found;
   a.first_byte_ns += b.first_byte_ns, a.transfer_ns += b.transfer_ns, a.connections += b.connections;
   a.stalls += b.stalls, a.in_flight_peak = std::max(a.in_flight_peak, b.in_flight_peak);
   a.prefetches += b.prefetches, a.prefetch_hits += b.prefetch_hits;
@@ -146,7 +147,8 @@ std::vector<std::pair<std::string, int64_t>> RemoteFileSystem::counters() const 
   if (s.requests == 0) return {};  // nothing sent (a local dataset read through the URL dispatcher)
   std::vector<std::pair<std::string, int64_t>> c = {
       {"remote_requests", s.requests},         {"remote_retries", s.retries},
-      {"remote_failures", s.failures},         {"remote_bytes", s.bytes},
+      {"remote_failures", s.failures},         {"remote_not_found", s.not_found},
+      {"remote_bytes", s.bytes},
       {"remote_connections", s.connections},   {"remote_stalls", s.stalls},
       {"remote_first_byte_us", s.requests > 0 ? s.first_byte_ns / 1000 / s.requests : 0},
       {"remote_bytes_per_s", s.transfer_ns > 0 ? int64_t(double(s.bytes) * 1e9 / double(s.transfer_ns)) : 0}};

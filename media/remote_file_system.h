@@ -110,7 +110,9 @@ struct RemoteOptions {
 struct RemoteStats {
   int64_t requests = 0;          ///< attempts sent (HEAD, GET, list), retries included
   int64_t retries = 0;           ///< attempts that were retries
-  int64_t failures = 0;          ///< requests that failed for good (after their retries)
+  int64_t failures = 0;          ///< requests that failed for good (after their retries); a 404 or
+                                 ///< 410 is not one (not_found)
+  int64_t not_found = 0;         ///< requests answered 404 or 410 (an absent .idx sidecar, a missing object)
   int64_t bytes = 0;             ///< body bytes received and used
   int64_t first_byte_ns = 0;     ///< sum over attempts of the time to the first byte
   int64_t transfer_ns = 0;       ///< sum over attempts of the whole attempt's time
@@ -133,7 +135,7 @@ struct RemoteObject {
 class RemoteFileSystem : public FileSystem {
  public:
   virtual RemoteStats stats() const = 0;
-  /// stats() for the pipeline's stats: remote_requests, remote_retries, remote_failures,
+  /// stats() for the pipeline's stats: remote_requests, remote_retries, remote_failures, remote_not_found,
   /// remote_bytes, remote_connections, remote_stalls, remote_first_byte_us (mean over
   /// requests), remote_bytes_per_s (bytes received over the summed time of the attempts: the
   /// rate one connection sees; requests in parallel add up to more), and once a range was

@@ -273,9 +273,34 @@ Result<S3Config> s3_config_from_environment() {
     c.secret_access_key = get(creds, "aws_secret_access_key");
     c.session_token = get(creds, "aws_session_token");
     c.credentials_source = "profile \"" + profile + "\" in " + cred_file;
-  } else if (env("AWS_PROFILE") && !have_conf) {
+  } else if (have_conf && !get(conf, "aws_access_key_id").empty()) {  // the AWS CLI reads keys from config too
+    c.access_key_id = get(conf, "aws_access_key_id");
+    c.secret_access_key = get(conf, "aws_secret_access_key");
+    c.session_token = get(conf, "aws_session_token");
+    c.credentials_source = "profile \"" + profile + "\" in " + config_file;
+  } else if (env("AWS_PROFILE") && !have_conf && !have_creds) {
     return Status::invalid_argument("S3 credentials: AWS_PROFILE=\"" + profile + "\" is in neither " + cred_file +
                                     " nor " + config_file);
+  } else {
+    // Credentials the AWS CLI would get by running something or asking a service: not done
+    // here, and never silently anonymous instead.
+    const char* how = nullptr;
+    std::string where;
+    for (const auto* kv : {&creds, &conf})
+      for (const char* key : {"credential_process", "role_arn", "source_profile", "web_identity_token_file",
+                              "sso_session", "sso_start_url", "credential_source"})
+        if (!how && !get(*kv, key).empty()) how = key, where = kv == &creds ? cred_file : config_file;
+    if (how)
+      return Status::unsupported("S3 credentials: profile \"" + profile + "\" in " + where + " uses " + how +
+                                 ", which this loader does not follow; export the credentials it gives (`aws configure "
+                                 "export-credentials --profile " + profile + " --format env`), or set AWS_ACCESS_KEY_ID "
+                                 "and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)");
+    for (const char* var : {"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                            "AWS_CONTAINER_CREDENTIALS_FULL_URI"})
+      if (env(var))
+        return Status::unsupported(std::string("S3 credentials: ") + var + " is set (credentials from a service), which "
+                                   "this loader does not follow; export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                                   "(and AWS_SESSION_TOKEN) instead, or unset it for anonymous requests");
   }
   if (env("AWS_REGION")) c.region = env("AWS_REGION");
   else if (env("AWS_DEFAULT_REGION")) c.region = env("AWS_DEFAULT_REGION");

@@ -418,6 +418,10 @@ std::optional<Result<HttpResponse>> HttpClient::judge(Tries& t, Attempt& a) {
     if (st / 100 == 2) {
       bytes_.fetch_add(a.received, std::memory_order_relaxed);
       observe(a.first_byte_us, a.total_us, a.received * t.sharing);
+    } else if (st == 404 || st == 410) {
+      // An answer, not a failure of the transport or the server: an absent .idx sidecar is
+      // expected; a missing shard is counted by the reader that needed it.
+      not_found_.fetch_add(1, std::memory_order_relaxed);
     } else {
       failures_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -520,6 +524,7 @@ RemoteStats HttpClient::stats() const {
   s.transfer_ns = transfer_ns_.load(std::memory_order_relaxed);
   s.connections = connections_.load(std::memory_order_relaxed);
   s.stalls = stalls_.load(std::memory_order_relaxed);
+  s.not_found = not_found_.load(std::memory_order_relaxed);
   s.in_flight_peak = prefetch.in_flight_peak.load(std::memory_order_relaxed);
   s.prefetches = prefetch.started.load(std::memory_order_relaxed);
   s.prefetch_hits = prefetch.hits.load(std::memory_order_relaxed);

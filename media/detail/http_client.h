@@ -155,7 +155,7 @@ class HttpClient {
   std::mutex mu_;
   std::vector<void*> idle_;  // CURL* easy handles, their connections kept alive
   std::atomic<int64_t> requests_{0}, retries_{0}, failures_{0}, bytes_{0}, first_byte_ns_{0},
-      transfer_ns_{0}, connections_{0}, stalls_{0};
+      transfer_ns_{0}, connections_{0}, stalls_{0}, not_found_{0};
   // The estimate behind adaptive_deadline_ms (under est_mu_): smoothed time to first byte and
   // its mean deviation (us), the smoothed body rate (bytes/s, 0: none yet), the largest body
   // the rate was measured on, and how many attempts were seen.

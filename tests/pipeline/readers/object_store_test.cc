@@ -169,11 +169,18 @@ TEST_F(ObjectStoreTest, HttpFromNginxIsTheLocalDisk) {
   if (std::string why = missing("nginx"); !why.empty()) GTEST_SKIP() << why;
   const auto local = read_all(root() + "/" + kSpec, nullptr);
   auto fs = url_file_system(RemoteOptions());
-  // The pipeline: exactly the local samples, in the same order.
-  EXPECT_EQ(read_all(url("nginx") + kSpec, fs), local);
+  // The pipeline: exactly the local samples, in the same order. It asks for .idx sidecars,
+  // which are not published: a healthy run has no failures, those 404s are answers
+  // (remote_not_found).
+  std::map<std::string, int64_t> counters;
+  const PipelineSpec with_sidecars = reader_spec(url("nginx") + kSpec, "read_only");
+  EXPECT_EQ(read_all(url("nginx") + kSpec, fs, &counters, &with_sidecars), local);
   const RemoteStats s = fs->stats();
   EXPECT_GT(s.requests, 0);
   EXPECT_EQ(s.retries, 0);
+  EXPECT_EQ(s.failures, 0);
+  EXPECT_EQ(counters["remote_failures"], 0);
+  EXPECT_GE(counters["remote_not_found"], kShards) << "the sidecars were not asked for";
   // Keep-alive: connections are reused (one per reading thread and per background transfer).
   EXPECT_LE(s.connections, 8 + s.in_flight_peak) << "keep-alive: connections are reused";
   EXPECT_GT(s.prefetch_hits, 0) << "the reader's hints were followed";
