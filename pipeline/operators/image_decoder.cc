@@ -12,12 +12,12 @@
 #include "decoders/nvjpeg/nvjpeg_hardware.h"
 #include "media/cuda/allocator.h"
 #include "media/cuda/stream.h"
+#include "pipeline/dataset.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
 #include "pipeline/operators/decode_share.h"
 #include "pipeline/operators/fused_decode_region.h"
 #include "pipeline/operators/op_util.h"
-#include "pipeline/readers/dataset.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 

@@ -18,7 +18,7 @@
 //     frames_between_clips = clip_stride); a video shorter than a clip has none.
 // frames_per_clip 0 is the whole timeline as one clip (decode-only benchmarks, short videos).
 //
-// A segment (pipeline/readers/dataset.h: [start, end) in seconds from the first frame) limits
+// A segment (pipeline/dataset.h: [start, end) in seconds from the first frame) limits
 // all of that to the timeline positions whose time lies in it: position j's time is frame j's
 // (pts - first pts, in seconds) or j / frame_rate. Clips then start, end and are counted
 // inside the segment's range of positions, exactly as for a video that had only those.
@@ -33,8 +33,8 @@
 #include "decoders/video_decoder.h"
 #include "media/api.h"
 #include "media/status.h"
+#include "pipeline/dataset.h"
 #include "pipeline/random.h"
-#include "pipeline/readers/dataset.h"
 
 HDL_API_BEGIN
 namespace hdl {

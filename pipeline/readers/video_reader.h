@@ -29,10 +29,10 @@
 #include "decoders/video_decoder.h"
 #include "media/api.h"
 #include "media/file_system.h"
+#include "pipeline/dataset.h"
 #include "pipeline/operator.h"
 #include "pipeline/operators/clip_output.h"
 #include "pipeline/readers/clip_sampler.h"
-#include "pipeline/readers/dataset.h"
 #include "pipeline/readers/video_metadata_cache.h"
 #include "pipeline/spec.h"
 

@@ -209,7 +209,7 @@ class VideoList(Dataset):
 
         Each entry's path is ``"<shard>/<member name>"`` ("train-000000.tar/n01/v7.mp4"), which
         the pipeline (and this dataset's torch path) opens as a window onto the member inside
-        the shard (pipeline/readers/shard_member_file.h), so clips, labels and order are the
+        the shard (pipeline/readers/tar/shard_member_file.h), so clips, labels and order are the
         ones of a VideoList over the same files on disk. Member offsets come from each shard's
         index (the ``.idx`` sidecar, built and saved on first use when missing or stale), so no
         open scans a shard. A sample without the video or label field, or a label that is not

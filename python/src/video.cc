@@ -25,7 +25,7 @@
 #include "media/file_system.h"
 #include "pipeline/errors.h"
 #include "pipeline/readers/clip_sampler.h"
-#include "pipeline/readers/shard_member_file.h"
+#include "pipeline/readers/tar/shard_member_file.h"
 #include "pipeline/readers/video_metadata_cache.h"
 #include "python/src/bindings.h"
 
@@ -46,7 +46,7 @@ ColorFormat parse_output_type(const std::string& s) {
 }
 
 // The real file system with members of tar shards as files ("<shard>.tar/<member>"), as the
-// pipeline reads them (pipeline/readers/shard_member_file.h).
+// pipeline reads them (pipeline/readers/tar/shard_member_file.h).
 Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) {
   static const std::shared_ptr<FileSystem> fs = std::make_shared<ShardMemberFileSystem>(posix_file_system());
   return fs->open(path);

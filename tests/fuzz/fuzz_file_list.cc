@@ -9,8 +9,8 @@
 #include <cmath>
 #include <string>
 
+#include "pipeline/dataset.h"
 #include "pipeline/errors.h"
-#include "pipeline/readers/dataset.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 // encoding parses back to the same encoding.
 #include <string>
 
-#include "pipeline/readers/shard_index.h"
+#include "pipeline/readers/tar/shard_index.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "media/file_system.h"
-#include "pipeline/readers/shard_index.h"
-#include "pipeline/readers/tar_stream.h"
+#include "pipeline/readers/tar/shard_index.h"
+#include "pipeline/readers/tar/tar_stream.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -3,7 +3,7 @@
 // stamp-less v1.2 files parse and older versions are kUnsupported; corrupt files are errors
 // naming the line; load_or_build_index writes, reuses, and rebuilds a stale, corrupt or
 // stamp-less sidecar with one warning.
-#include "pipeline/readers/shard_index.h"
+#include "pipeline/readers/tar/shard_index.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

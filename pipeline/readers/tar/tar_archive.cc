@@ -1,4 +1,4 @@
-#include "pipeline/readers/tar_archive.h"
+#include "pipeline/readers/tar/tar_archive.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "media/file_system.h"
 #include "media/remote_file_system.h"
-#include "pipeline/readers/shard_sample.h"
+#include "pipeline/readers/tar/shard_sample.h"
 
 namespace hdl {
 namespace {

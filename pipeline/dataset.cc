@@ -1,4 +1,4 @@
-#include "pipeline/readers/dataset.h"
+#include "pipeline/dataset.h"
 
 #include <algorithm>
 #include <cctype>

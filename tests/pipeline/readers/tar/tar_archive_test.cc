@@ -4,7 +4,7 @@
 // the bytes at each offset are the files'; samples group as webdataset groups them; compressed
 // shards stream through libarchive to the same samples; every kind of bad input is a Status
 // naming shard, key and offset.
-#include "pipeline/readers/tar_archive.h"
+#include "pipeline/readers/tar/tar_archive.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <map>
 
 #include "media/file_system.h"
-#include "pipeline/readers/shard_sample.h"
-#include "pipeline/readers/tar_stream.h"
+#include "pipeline/readers/tar/shard_sample.h"
+#include "pipeline/readers/tar/tar_stream.h"
 #include "tests/pipeline/readers/tar_test_util.h"
 
 namespace hdl {

@@ -1,6 +1,6 @@
 // Shard specs expand as webdataset's expand_urls (braceexpand) does; the expected lists are
 // braceexpand's documented outputs.
-#include "pipeline/readers/shard_spec.h"
+#include "pipeline/readers/tar/shard_spec.h"
 
 #include <gtest/gtest.h>
 

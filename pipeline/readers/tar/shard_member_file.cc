@@ -1,8 +1,10 @@
-#include "pipeline/readers/shard_member_file.h"
+#include "pipeline/readers/tar/shard_member_file.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include "pipeline/registry.h"
 
 namespace hdl {
 namespace {
@@ -33,6 +35,10 @@ std::unique_ptr<RandomAccessFile> file_window(std::shared_ptr<const RandomAccess
 
 ShardMemberFileSystem::ShardMemberFileSystem(std::shared_ptr<FileSystem> inner, IndexOptions index_options)
     : inner_(std::move(inner)), index_options_(index_options) {}
+
+std::shared_ptr<FileSystem> shard_member_file_system(std::shared_ptr<FileSystem> inner) {
+  return std::make_shared<ShardMemberFileSystem>(std::move(inner));
+}
 
 std::shared_ptr<const ShardMemberFileSystem::Members> ShardMemberFileSystem::cached(const std::string& shard) {
   std::lock_guard lock(mu_);

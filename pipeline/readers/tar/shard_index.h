@@ -34,7 +34,7 @@
 
 #include "media/api.h"
 #include "media/status.h"
-#include "pipeline/readers/tar_archive.h"
+#include "pipeline/readers/tar/tar_archive.h"
 
 HDL_API_BEGIN
 namespace hdl {

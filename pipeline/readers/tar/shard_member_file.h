@@ -35,7 +35,7 @@
 
 #include "media/api.h"
 #include "media/file_system.h"
-#include "pipeline/readers/shard_index.h"
+#include "pipeline/readers/tar/shard_index.h"
 
 HDL_API_BEGIN
 namespace hdl {

@@ -1,9 +1,9 @@
-#include "pipeline/readers/shard_sample.h"
+#include "pipeline/readers/tar/shard_sample.h"
 
 #include <algorithm>
 #include <charconv>
 
-#include "pipeline/readers/tar_archive.h"
+#include "pipeline/readers/tar/tar_archive.h"
 
 namespace hdl {
 namespace {

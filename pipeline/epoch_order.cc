@@ -1,4 +1,4 @@
-#include "pipeline/readers/epoch_order.h"
+#include "pipeline/epoch_order.h"
 
 #include <numeric>
 

@@ -1,4 +1,4 @@
-#include "pipeline/readers/tar_stream.h"
+#include "pipeline/readers/tar/tar_stream.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -1,4 +1,4 @@
-#include "pipeline/readers/shard_index.h"
+#include "pipeline/readers/tar/shard_index.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 
 #include "media/file_system.h"
 #include "media/remote_file_system.h"
-#include "pipeline/readers/shard_sample.h"
+#include "pipeline/readers/tar/shard_sample.h"
 
 namespace hdl {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "media/file_system.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/readers/dataset.h"
-#include "pipeline/readers/shard_member_file.h"
+#include "pipeline/dataset.h"
+#include "pipeline/readers/tar/shard_member_file.h"
 #include "tests/pipeline/readers/tar_test_util.h"
 #include "tests/test_util.h"
 

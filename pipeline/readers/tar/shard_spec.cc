@@ -2,7 +2,7 @@
 // a pattern is the product of literal runs and brace groups; a group is an integer range, a
 // character range, a comma sequence (each part a pattern), or else literal braces around a
 // pattern. Escapes are kept while parsing and removed from each finished name.
-#include "pipeline/readers/shard_spec.h"
+#include "pipeline/readers/tar/shard_spec.h"
 
 #include <cstdio>
 #include <optional>
