@@ -27,7 +27,7 @@ const std::vector<std::string>& default_video_extensions();
 
 /// A part of a video: the instants t (seconds from its first frame) with start <= t < end;
 /// end = +infinity runs to the video's end. Values as listed: a segment that is empty or lies
-/// outside its video is the reader's to report, per sample (pipeline/readers/clip_sampler.h).
+/// outside its video is the reader's to report, per sample (pipeline/decode/clip_sampler.h).
 struct Segment {
   double start = 0;
   double end = std::numeric_limits<double>::infinity();

@@ -8,10 +8,10 @@
 
 #include "decoders/video_decoder.h"
 #include "media/file_system.h"
+#include "pipeline/decode/clip_output.h"
+#include "pipeline/decode/clip_sampler.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
-#include "pipeline/operators/clip_output.h"
-#include "pipeline/readers/clip_sampler.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 

@@ -9,8 +9,8 @@
 // clips_per_video clips are one group of the epoch (SourceOperator::sample_group()): videos
 // are shuffled, sharded and padded, each video's clips follow each other in time order and
 // run on one thread, whose decoder goes on from one clip to the next when the next lies ahead
-// (VideoDecoder::hold_session) — torchcodec's clips_at_random_indices semantics. Each clip is decoded by the operators' shared ClipOutput
-// (pipeline/operators/clip_output.h) on the pipeline's threads.
+// (VideoDecoder::hold_session) — torchcodec's clips_at_random_indices semantics. Each clip is decoded by the ClipOutput it shares with the
+// video_decoder operator (pipeline/decode/clip_output.h) on the pipeline's threads.
 //
 // The mixed reader (mixed_video_reader.cc) derives from VideoReader: the same clips, decoded
 // by NVDEC where it can take the video.
@@ -30,10 +30,10 @@
 #include "media/api.h"
 #include "media/file_system.h"
 #include "pipeline/dataset.h"
+#include "pipeline/decode/clip_output.h"
+#include "pipeline/decode/clip_sampler.h"
+#include "pipeline/decode/video_metadata_cache.h"
 #include "pipeline/operator.h"
-#include "pipeline/operators/clip_output.h"
-#include "pipeline/readers/clip_sampler.h"
-#include "pipeline/readers/video_metadata_cache.h"
 #include "pipeline/spec.h"
 
 HDL_API_BEGIN

@@ -13,7 +13,7 @@ of WebDataset tar shards, ``VideoList.from_shards(urls, field, label)``, read in
 subclass ``VideoFolder`` (a class-folder tree) are ordinary map-style torch Datasets (torch's
 DataLoader runs them, for comparison or where the native path does not apply): they decode
 with ``_C.decode_clip``, the
-decoder video_reader uses, and picks clips with the rules of pipeline/readers/clip_sampler.cc
+decoder video_reader uses, and picks clips with the rules of pipeline/decode/clip_sampler.cc
 (the timeline comes from the C++ code itself, ``VideoInfo.timeline``). HabanaDataLoader
 recognises it and runs ``fn.video_reader`` (+ ``coin_flip`` / ``random_uniform`` +
 ``crop_mirror_normalize`` for the transforms) on its threads instead.

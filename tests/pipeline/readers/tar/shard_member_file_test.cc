@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "media/file_system.h"
-#include "pipeline/pipeline.h"
 #include "pipeline/dataset.h"
+#include "pipeline/pipeline.h"
 #include "pipeline/readers/tar/shard_member_file.h"
 #include "tests/pipeline/readers/tar_test_util.h"
 #include "tests/test_util.h"

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/operators/crop_geometry.h"
+#include "pipeline/decode/crop_geometry.h"
 
 namespace hdl::testing {
 
@@ -28,7 +28,7 @@ inline std::vector<std::string> python_lines(const std::string& script, const st
 /// The lines of torchvision_geometry.py (tests/pipeline/operators/), run once per test binary;
 /// empty when torchvision is unavailable.
 inline const std::vector<std::string>& torchvision_geometry() {
-  static const std::vector<std::string> lines = python_lines("tests/pipeline/operators/torchvision_geometry.py");
+  static const std::vector<std::string> lines = python_lines("tests/pipeline/decode/torchvision_geometry.py");
   return lines;
 }
 

@@ -3,7 +3,7 @@
 // another magic are refused with the right code; infos probe() could not make are refused;
 // file stamps change with the bytes; load / save (missing, empty, corrupt, foreign, not a
 // cache, unwritable) and several savers at once never leave a broken file.
-#include "pipeline/readers/video_metadata_cache.h"
+#include "pipeline/decode/video_metadata_cache.h"
 
 #include <gtest/gtest.h>
 

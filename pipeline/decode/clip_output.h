@@ -5,7 +5,8 @@
 // frame) and decode the frames through decoders/video_decoder.h into the clip's slot of the
 // batch (CPU), or into a device block (NVDEC, a mixed reader's host half).
 //
-// Internal to pipeline/ (not installed). Thread safety: a ClipOutput is immutable once built
+// Internal to pipeline/ (pipeline/decode/: below the operators and the readers, which both use
+// it). Thread safety: a ClipOutput is immutable once built
 // and shared by the worker threads; a VideoState (and its DeviceDecode) is one thread's;
 // VideoCounters are atomics.
 #pragma once
@@ -21,12 +22,12 @@
 #include "decoders/video_decoder.h"
 #include "media/api.h"
 #include "media/cuda/stream.h"
+#include "pipeline/decode/clip_sampler.h"
+#include "pipeline/decode/fused_decode_region.h"
+#include "pipeline/decode/video_metadata_cache.h"
 #include "pipeline/kernels/cuda/workspace.h"
 #include "pipeline/kernels/resize.h"
 #include "pipeline/operator.h"
-#include "pipeline/operators/fused_decode_region.h"
-#include "pipeline/readers/clip_sampler.h"
-#include "pipeline/readers/video_metadata_cache.h"
 #include "pipeline/schema.h"
 #include "pipeline/spec.h"
 

@@ -3,8 +3,8 @@
 // offsets (with its zero padding when the crop is larger than the image), and the random draws
 // they are made from. The fused image_decoder's region is fused_decode_region.h's.
 //
-// Internal to pipeline/operators (not installed). Thread safety: pure functions; a CropDraws is
-// used by one thread.
+// Internal to pipeline/ (pipeline/decode/: the crop operators' and the fused decode's). Thread
+// safety: pure functions; a CropDraws is used by one thread.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "pipeline/readers/video_metadata_cache.h"
+#include "pipeline/decode/video_metadata_cache.h"
 
 #include <fcntl.h>
 #include <unistd.h>

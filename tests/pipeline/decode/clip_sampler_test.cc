@@ -6,7 +6,7 @@
 #include <limits>
 #include <set>
 
-#include "pipeline/readers/clip_sampler.h"
+#include "pipeline/decode/clip_sampler.h"
 
 namespace hdl {
 namespace {

@@ -1,7 +1,7 @@
 // The fused image_decoder's region: Resize output sizes for odd sizes vs torchvision 0.14 itself
 // (torchvision_geometry.py, run with /usr/bin/python3), the region an eval decode reads, and its
 // alignment to the DCT-scaled grid.
-#include "pipeline/operators/fused_decode_region.h"
+#include "pipeline/decode/fused_decode_region.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/pipeline/operators/recorded_draws.h"
+#include "tests/pipeline/decode/recorded_draws.h"
 #include "tests/test_util.h"
 
 namespace hdl {

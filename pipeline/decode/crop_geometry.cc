@@ -1,4 +1,4 @@
-#include "pipeline/operators/crop_geometry.h"
+#include "pipeline/decode/crop_geometry.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,20 +1,25 @@
 // The fused image_decoder's region, for a window of the image (crop_geometry.h): which region to
 // decode, at which DCT scale, and which window of which virtual resize to compute from it, so
-// that the result equals full decode + crop + resize + center crop.
+// that the result equals full decode + crop + resize + center crop. With the geometry arguments
+// that choose it (fused_geometry_args), which image_decoder and the video clips parse alike.
 //
-// Internal to pipeline/operators (not installed). Thread safety: pure functions.
+// Internal to pipeline/ (pipeline/decode/: below the operators and the readers, which both use
+// it). Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "decoders/decoder.h"
 #include "media/api.h"
 #include "media/status.h"
+#include "pipeline/decode/crop_geometry.h"
 #include "pipeline/kernels/resize.h"
-#include "pipeline/operators/crop_geometry.h"
 #include "pipeline/random.h"
+#include "pipeline/schema.h"
+#include "pipeline/spec.h"
 
 HDL_API_BEGIN
 namespace hdl {
@@ -68,4 +73,18 @@ Result<FusedDecodeRegion> fused_decode_region(SizeHW image, const CropWindow& wi
                                               int max_denom, kernels::ResizeWorkspace& ws);
 
 }  // namespace hdl
+
+namespace hdl::ops {
+
+/// The fused decoders' geometry arguments, shared by image_decoder and the video operators:
+/// random_crop, scale, ratio, attempts (RandomResizedCrop), resize, max_size, interpolation,
+/// antialias, pillow (Resize; pillow: PIL.Image.resize's arithmetic), center_crop (CenterCrop). `what` names the thing cropped ("image").
+std::vector<ArgSchema> fused_geometry_args(const std::string& what);
+/// Parses and checks scale / ratio / attempts (ConfigError naming the argument).
+RandomResizedCropParams parse_random_resized_crop(const NodeSpec& n);
+/// Parses and checks resize / max_size / center_crop / interpolation / antialias / pillow by
+/// torchvision's rules, at build time (dct_scaling is left at its default).
+FusedDecodeArgs parse_fused_geometry(const NodeSpec& n);
+
+}  // namespace hdl::ops
 HDL_API_END

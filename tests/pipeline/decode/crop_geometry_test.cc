@@ -2,7 +2,7 @@
 // RandomResizedCrop.get_params fed the very draws torchvision made (recorded by wrapping
 // uniform_ and randint) returns the same window, including the central-crop fallback on extreme
 // aspect ratios; CenterCrop offsets (with padding) for odd sizes.
-#include "pipeline/operators/crop_geometry.h"
+#include "pipeline/decode/crop_geometry.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/pipeline/operators/recorded_draws.h"
+#include "tests/pipeline/decode/recorded_draws.h"
 #include "tests/test_util.h"
 
 namespace hdl {

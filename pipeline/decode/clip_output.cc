@@ -1,5 +1,5 @@
 // The video operators' shared frames output (clip_output.h).
-#include "pipeline/operators/clip_output.h"
+#include "pipeline/decode/clip_output.h"
 
 #include <cstring>
 
@@ -7,7 +7,6 @@
 #include "pipeline/errors.h"
 #include "pipeline/kernels/cuda/geometry.h"
 #include "pipeline/kernels/cuda/resize.h"
-#include "pipeline/operators/op_util.h"
 
 namespace hdl::ops {
 

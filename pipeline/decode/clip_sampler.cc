@@ -1,4 +1,4 @@
-#include "pipeline/readers/clip_sampler.h"
+#include "pipeline/decode/clip_sampler.h"
 
 #include <algorithm>
 #include <cmath>
