@@ -1,8 +1,8 @@
 // video_decoder: one clip decoded from a video's bytes in memory (e.g. file_reader's output),
-// through the video operators' shared ClipOutput (clip_output.h): FFmpeg into the clip's slot
-// of the batch, optionally fused with the image_decoder's geometry (RandomResizedCrop, Resize,
-// CenterCrop), one window drawn per clip and every frame cropped and resized with it. For
-// videos on disk, the reader is pipeline/readers/video_reader.cc.
+// through the ClipOutput it shares with the video readers (pipeline/decode/clip_output.h): FFmpeg
+// into the clip's slot of the batch, optionally fused with the image_decoder's geometry
+// (RandomResizedCrop, Resize, CenterCrop), one window drawn per clip and every frame cropped and
+// resized with it. For videos on disk, the reader is pipeline/readers/video_reader.cc.
 #include <algorithm>
 #include <string>
 

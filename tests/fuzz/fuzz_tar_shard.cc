@@ -1,4 +1,4 @@
-// fuzz_tar_shard: arbitrary bytes as a tar shard (pipeline/readers/tar_archive, shard_sample,
+// fuzz_tar_shard: arbitrary bytes as a tar shard (pipeline/readers/tar/tar_archive, shard_sample,
 // tar_stream, shard_index), in every way a reader takes one: the member parser with and
 // without reading the data, build_shard_index over a file in memory, the streaming samples,
 // and libarchive's streaming path (what a .tar.gz shard takes; it sniffs its filters itself).

@@ -25,7 +25,7 @@ inline std::vector<std::string> python_lines(const std::string& script, const st
   return lines;
 }
 
-/// The lines of torchvision_geometry.py (tests/pipeline/operators/), run once per test binary;
+/// The lines of torchvision_geometry.py (tests/pipeline/decode/), run once per test binary;
 /// empty when torchvision is unavailable.
 inline const std::vector<std::string>& torchvision_geometry() {
   static const std::vector<std::string> lines = python_lines("tests/pipeline/decode/torchvision_geometry.py");
