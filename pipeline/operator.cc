@@ -1,6 +1,6 @@
 #include "pipeline/operator.h"
 
-#include "pipeline/readers/dataset.h"
+#include "pipeline/dataset.h"
 
 namespace hdl {
 

@@ -33,8 +33,8 @@
 #include "media/cache_file_system.h"
 #include "media/file_system.h"
 #include "media/storage.h"
+#include "pipeline/dataset.h"
 #include "pipeline/errors.h"
-#include "pipeline/readers/dataset.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 

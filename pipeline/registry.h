@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 
 HDL_API_BEGIN
 namespace hdl {
+
+class FileSystem;
 
 class OpRegistry {
  public:
@@ -73,6 +76,11 @@ OpSchema random_erasing_schema();
 OpSchema auto_augment_schema();
 OpSchema augmix_schema();
 OpSchema timm_augment_schema();
+
+// The pipeline's default file system takes members of tar shards as files ("<shard>.tar/<member>"):
+// `inner` under a ShardMemberFileSystem (pipeline/readers/tar/shard_member_file.cc). Named here, as
+// the readers' schemas are, so that the executor includes no reader header.
+std::shared_ptr<FileSystem> shard_member_file_system(std::shared_ptr<FileSystem> inner);
 
 }  // namespace hdl
 HDL_API_END

@@ -7,7 +7,7 @@
 #include "pipeline/detail/autotune.h"
 #include "pipeline/detail/core.h"
 #include "pipeline/detail/device_stage.h"
-#include "pipeline/readers/shard_member_file.h"
+#include "pipeline/registry.h"
 
 #include <bit>
 #include <chrono>
@@ -60,11 +60,12 @@ void check_options(const PipelineOptions& options) {
 
 // Where the readers open files: the caller's file system, else the default one (URLs too)
 // under options.cache's directory when it names one (else the environment's cache, if any),
-// with members of tar shards as files ("<shard>.tar/<member>", shard_member_file.h).
+// with members of tar shards as files ("<shard>.tar/<member>", shard_member_file_system in
+// registry.h).
 std::shared_ptr<FileSystem> pipeline_file_system(const PipelineOptions& options) {
   if (options.file_system) return options.file_system;
   try {
-    return std::make_shared<ShardMemberFileSystem>(default_file_system(options.cache));
+    return shard_member_file_system(default_file_system(options.cache));
   } catch (const std::invalid_argument& e) {  // a bad cache_dir / cache_limit, or HDL_CACHE_*
     throw ConfigError(e.what());
   }

@@ -17,9 +17,9 @@
 #include "media/api.h"
 #include "pipeline/detail/autotune.h"
 #include "pipeline/detail/thread_budget.h"
+#include "pipeline/epoch_order.h"
 #include "pipeline/graph.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/readers/epoch_order.h"
 
 HDL_API_BEGIN
 namespace hdl::detail {

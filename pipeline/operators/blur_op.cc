@@ -1,6 +1,6 @@
 // gaussian_blur: torchvision GaussianBlur (fixed or per-sample random sigma).
+#include "pipeline/decode/crop_geometry.h"
 #include "pipeline/kernels/blur.h"
-#include "pipeline/operators/crop_geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"

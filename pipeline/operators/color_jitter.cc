@@ -7,10 +7,10 @@
 #include <cmath>
 #include <limits>
 
+#include "pipeline/decode/crop_geometry.h"
 #include "pipeline/kernels/color.h"
 #include "pipeline/kernels/cuda/color.h"
 #include "pipeline/kernels/cuda/geometry.h"
-#include "pipeline/operators/crop_geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"

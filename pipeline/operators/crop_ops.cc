@@ -6,11 +6,11 @@
 // cpu stage.
 #include <algorithm>
 
+#include "pipeline/decode/crop_geometry.h"
 #include "pipeline/kernels/crop.h"
 #include "pipeline/kernels/cuda/geometry.h"
 #include "pipeline/kernels/cuda/resize.h"
 #include "pipeline/kernels/resize.h"
-#include "pipeline/operators/crop_geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"

@@ -1,9 +1,9 @@
 // Normalisation operators: crop_mirror_normalize, normalize, cast.
 #include <algorithm>
 
+#include "pipeline/decode/crop_geometry.h"
 #include "pipeline/kernels/cuda/normalize.h"
 #include "pipeline/kernels/normalize.h"
-#include "pipeline/operators/crop_geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"

@@ -11,7 +11,6 @@
 
 #include "media/api.h"
 #include "pipeline/errors.h"
-#include "pipeline/operators/fused_decode_region.h"
 #include "pipeline/operator.h"
 #include "pipeline/schema.h"
 
@@ -95,16 +94,6 @@ Status apply_steps(const ConstTensorView& in, const TensorView& out, size_t n, s
   }
   return Status::ok();
 }
-
-/// The fused decoders' geometry arguments, shared by image_decoder and the video operators:
-/// random_crop, scale, ratio, attempts (RandomResizedCrop), resize, max_size, interpolation,
-/// antialias, pillow (Resize; pillow: PIL.Image.resize's arithmetic), center_crop (CenterCrop). `what` names the thing cropped ("image").
-std::vector<ArgSchema> fused_geometry_args(const std::string& what);
-/// Parses and checks scale / ratio / attempts (ConfigError naming the argument).
-RandomResizedCropParams parse_random_resized_crop(const NodeSpec& n);
-/// Parses and checks resize / max_size / center_crop / interpolation / antialias / pillow by
-/// torchvision's rules, at build time (dct_scaling is left at its default).
-FusedDecodeArgs parse_fused_geometry(const NodeSpec& n);
 
 }  // namespace hdl::ops
 HDL_API_END

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include "pipeline/decode/crop_geometry.h"
 #include "pipeline/kernels/erase.h"
-#include "pipeline/operators/crop_geometry.h"
 #include "pipeline/operators/op_util.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"

@@ -1,17 +1,17 @@
 // video_decoder: one clip decoded from a video's bytes in memory (e.g. file_reader's output),
-// through the video operators' shared ClipOutput (clip_output.h): FFmpeg into the clip's slot
-// of the batch, optionally fused with the image_decoder's geometry (RandomResizedCrop, Resize,
-// CenterCrop), one window drawn per clip and every frame cropped and resized with it. For
-// videos on disk, the reader is pipeline/readers/video_reader.cc.
+// through the ClipOutput it shares with the video readers (pipeline/decode/clip_output.h): FFmpeg
+// into the clip's slot of the batch, optionally fused with the image_decoder's geometry
+// (RandomResizedCrop, Resize, CenterCrop), one window drawn per clip and every frame cropped and
+// resized with it. For videos on disk, the reader is pipeline/readers/video_reader.cc.
 #include <algorithm>
 #include <string>
 
 #include "decoders/video_decoder.h"
 #include "media/file_system.h"
+#include "pipeline/decode/clip_output.h"
+#include "pipeline/decode/clip_sampler.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
-#include "pipeline/operators/clip_output.h"
-#include "pipeline/readers/clip_sampler.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 

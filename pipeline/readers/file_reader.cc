@@ -1,10 +1,10 @@
 // file_reader: the reader of image datasets (ImageFolder tree or file list).
 #include "media/file_system.h"
+#include "pipeline/dataset.h"
+#include "pipeline/epoch_order.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
 #include "pipeline/readers/reader_args.h"
-#include "pipeline/readers/dataset.h"
-#include "pipeline/readers/epoch_order.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 

@@ -1,7 +1,7 @@
 #include "pipeline/readers/reader_args.h"
 
+#include "pipeline/dataset.h"
 #include "pipeline/errors.h"
-#include "pipeline/readers/dataset.h"
 #include "pipeline/spec.h"
 
 namespace hdl::ops {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "media/api.h"
+#include "pipeline/dataset.h"
 #include "pipeline/operator.h"
-#include "pipeline/readers/dataset.h"
 #include "pipeline/schema.h"
 
 HDL_API_BEGIN

@@ -35,7 +35,7 @@
 #include "media/api.h"
 #include "media/status.h"
 #include "pipeline/random.h"
-#include "pipeline/readers/tar_stream.h"
+#include "pipeline/readers/tar/tar_stream.h"
 
 HDL_API_BEGIN
 namespace hdl {

@@ -1,16 +1,18 @@
 // video_reader: a source operator whose samples are clips of the videos of a folder tree or a
-// file list (optionally segments of them). Which clips an epoch has comes from clip_sampler.h
-// (random, uniform, contiguous) and every video's metadata (probed once, in parallel, when the
-// reader prepares; optionally kept across runs by video_metadata_cache.h); the order, shards
-// and last batch from the pipeline's EpochOrder, as for every source. A video shorter than one
+// file list (optionally segments of them). Which clips an epoch has comes from
+// decode/clip_sampler.h (random, uniform, contiguous) and every video's metadata (probed once, in
+// parallel, when the reader prepares; optionally kept across runs by
+// decode/video_metadata_cache.h); the order, shards and last batch from the pipeline's
+// EpochOrder, as for every source. A video shorter than one
 // clip gives no clip (as torchvision's VideoClips): it is left out of the epoch's clip list at
 // prepare() (counted in videos_too_short, named in one warning), so that the epoch's length,
 // order, shards and resume are exact. With group_clips (random and uniform samplers) each video's
 // clips_per_video clips are one group of the epoch (SourceOperator::sample_group()): videos
 // are shuffled, sharded and padded, each video's clips follow each other in time order and
 // run on one thread, whose decoder goes on from one clip to the next when the next lies ahead
-// (VideoDecoder::hold_session) — torchcodec's clips_at_random_indices semantics. Each clip is decoded by the operators' shared ClipOutput
-// (pipeline/operators/clip_output.h) on the pipeline's threads.
+// (VideoDecoder::hold_session) — torchcodec's clips_at_random_indices semantics. Each clip is
+// decoded by the ClipOutput it shares with the video_decoder operator
+// (pipeline/decode/clip_output.h) on the pipeline's threads.
 //
 // The mixed reader (mixed_video_reader.cc) derives from VideoReader: the same clips, decoded
 // by NVDEC where it can take the video.
@@ -29,11 +31,11 @@
 #include "decoders/video_decoder.h"
 #include "media/api.h"
 #include "media/file_system.h"
+#include "pipeline/dataset.h"
+#include "pipeline/decode/clip_output.h"
+#include "pipeline/decode/clip_sampler.h"
+#include "pipeline/decode/video_metadata_cache.h"
 #include "pipeline/operator.h"
-#include "pipeline/operators/clip_output.h"
-#include "pipeline/readers/clip_sampler.h"
-#include "pipeline/readers/dataset.h"
-#include "pipeline/readers/video_metadata_cache.h"
 #include "pipeline/spec.h"
 
 HDL_API_BEGIN

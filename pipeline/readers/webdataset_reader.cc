@@ -2,7 +2,7 @@
 // worked example of SourceOperator, beside file_reader.cc and video_reader.cc).
 //
 // prepare() expands the shard specs, then loads or builds every shard's index in parallel
-// (shard_index.h: the stamped sidecar "<shard>.idx", built from the header blocks on first
+// (tar/shard_index.h: the stamped sidecar "<shard>.idx", built from the header blocks on first
 // open) and keeps, per sample, only what run() needs: its shard, its key, and the (offset,
 // size) of the field output 0 reads and of the label field. The samples of all shards, in
 // shard order then archive order, are the dataset: an epoch is the pipeline's EpochOrder over
@@ -33,10 +33,10 @@
 #include "media/remote_file_system.h"
 #include "pipeline/operator.h"
 #include "pipeline/readers/reader_args.h"
-#include "pipeline/readers/shard_index.h"
-#include "pipeline/readers/shard_sample.h"
-#include "pipeline/readers/shard_spec.h"
-#include "pipeline/readers/tar_stream.h"
+#include "pipeline/readers/tar/shard_index.h"
+#include "pipeline/readers/tar/shard_sample.h"
+#include "pipeline/readers/tar/shard_spec.h"
+#include "pipeline/readers/tar/tar_stream.h"
 #include "pipeline/registry.h"
 #include "pipeline/spec.h"
 

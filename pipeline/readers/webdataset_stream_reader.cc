@@ -36,14 +36,14 @@
 
 #include "media/file_system.h"
 #include "media/remote_file_system.h"
+#include "pipeline/dataset.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"
-#include "pipeline/readers/dataset.h"
 #include "pipeline/readers/reader_args.h"
-#include "pipeline/readers/shard_index.h"
-#include "pipeline/readers/shard_sample.h"
-#include "pipeline/readers/shard_spec.h"
 #include "pipeline/readers/shard_stream.h"
+#include "pipeline/readers/tar/shard_index.h"
+#include "pipeline/readers/tar/shard_sample.h"
+#include "pipeline/readers/tar/shard_spec.h"
 #include "pipeline/spec.h"
 
 namespace hdl {

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "pipeline/errors.h"
-#include "pipeline/readers/tar_stream.h"
+#include "pipeline/readers/tar/tar_stream.h"
 #include "pipeline/spec_json.h"
 
 namespace hdl::tools {

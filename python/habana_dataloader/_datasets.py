@@ -66,7 +66,7 @@ def _timm_image_dataset(ds: Any, indices: Optional[List[int]], opts: Options) ->
 
 DATASET_KINDS: List[DatasetKind] = [
     # VideoList.from_shards too: its entries are "<shard>.tar/<member>" paths, which the
-    # pipeline's default file system opens in place (pipeline/readers/shard_member_file.h).
+    # pipeline's default file system opens in place (pipeline/readers/tar/shard_member_file.h).
     DatasetKind("videos", "a habana_dataloader VideoFolder/VideoList", lambda ds: isinstance(ds, VideoList), _videos),
     DatasetKind("image_folder", "a torchvision ImageFolder/DatasetFolder", lambda ds: isinstance(ds, DatasetFolder),
                 _image_folder),

@@ -4,7 +4,7 @@ paths, one per sample, with their labels.
 Each shard's samples come from its index (``_C.shard_samples``: the ``.idx`` sidecar, else built
 from the headers and saved), which also gives the label fields' bytes; no video is read here.
 The pipeline's default file system and ``_C.decode_clip`` open such a path as a window onto the
-member inside the shard (pipeline/readers/shard_member_file.h), so the VideoList built from
+member inside the shard (pipeline/readers/tar/shard_member_file.h), so the VideoList built from
 these entries reads, natively and through torch's DataLoader, as one over the files on disk.
 """
 

@@ -13,7 +13,7 @@ of WebDataset tar shards, ``VideoList.from_shards(urls, field, label)``, read in
 subclass ``VideoFolder`` (a class-folder tree) are ordinary map-style torch Datasets (torch's
 DataLoader runs them, for comparison or where the native path does not apply): they decode
 with ``_C.decode_clip``, the
-decoder video_reader uses, and picks clips with the rules of pipeline/readers/clip_sampler.cc
+decoder video_reader uses, and picks clips with the rules of pipeline/decode/clip_sampler.cc
 (the timeline comes from the C++ code itself, ``VideoInfo.timeline``). HabanaDataLoader
 recognises it and runs ``fn.video_reader`` (+ ``coin_flip`` / ``random_uniform`` +
 ``crop_mirror_normalize`` for the transforms) on its threads instead.
@@ -209,7 +209,7 @@ class VideoList(Dataset):
 
         Each entry's path is ``"<shard>/<member name>"`` ("train-000000.tar/n01/v7.mp4"), which
         the pipeline (and this dataset's torch path) opens as a window onto the member inside
-        the shard (pipeline/readers/shard_member_file.h), so clips, labels and order are the
+        the shard (pipeline/readers/tar/shard_member_file.h), so clips, labels and order are the
         ones of a VideoList over the same files on disk. Member offsets come from each shard's
         index (the ``.idx`` sidecar, built and saved on first use when missing or stale), so no
         open scans a shard. A sample without the video or label field, or a label that is not

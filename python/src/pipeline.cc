@@ -14,9 +14,9 @@
 #include <cmath>
 #include <string>
 
+#include "pipeline/dataset.h"
 #include "pipeline/errors.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/readers/dataset.h"
 #include "python/src/bindings.h"
 
 namespace hdl::python {

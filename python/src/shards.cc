@@ -1,4 +1,4 @@
-// WebDataset tar shards from Python: the index sidecar of a shard (pipeline/readers/shard_index.h),
+// WebDataset tar shards from Python: the index sidecar of a shard (pipeline/readers/tar/shard_index.h),
 // for habana_dataloader.write_shards(index=True) and hdl-shards --index, and a shard's samples
 // from its index (member names, small fields' bytes) for VideoList.from_shards. The GIL is
 // released while the shard is read. A shard that is not a valid tar raises DataError naming
@@ -9,7 +9,7 @@
 
 #include "pipeline/errors.h"
 #include "media/file_system.h"
-#include "pipeline/readers/shard_index.h"
+#include "pipeline/readers/tar/shard_index.h"
 #include "python/src/bindings.h"
 
 namespace hdl::python {

@@ -23,10 +23,10 @@
 
 #include "decoders/video_decoder.h"
 #include "media/file_system.h"
+#include "pipeline/decode/clip_sampler.h"
+#include "pipeline/decode/video_metadata_cache.h"
 #include "pipeline/errors.h"
-#include "pipeline/readers/clip_sampler.h"
-#include "pipeline/readers/shard_member_file.h"
-#include "pipeline/readers/video_metadata_cache.h"
+#include "pipeline/readers/tar/shard_member_file.h"
 #include "python/src/bindings.h"
 
 namespace hdl::python {
@@ -46,7 +46,7 @@ ColorFormat parse_output_type(const std::string& s) {
 }
 
 // The real file system with members of tar shards as files ("<shard>.tar/<member>"), as the
-// pipeline reads them (pipeline/readers/shard_member_file.h).
+// pipeline reads them (pipeline/readers/tar/shard_member_file.h).
 Result<std::unique_ptr<RandomAccessFile>> open_file(const std::string& path) {
   static const std::shared_ptr<FileSystem> fs = std::make_shared<ShardMemberFileSystem>(posix_file_system());
   return fs->open(path);
@@ -218,7 +218,7 @@ void bind_video(py::module_& m) {
       .def("timeline", &timeline, py::arg("frame_rate") = 0.0,
            "The frame index shown at each timeline position (int64 numpy): every frame for frame_rate 0, "
            "else floor(duration * frame_rate) instants 1/frame_rate apart, each the last frame shown at or "
-           "before it (pipeline/readers/clip_sampler.h). A clip starting at position s is "
+           "before it (pipeline/decode/clip_sampler.h). A clip starting at position s is "
            "timeline[s + t * step] for t < frames_per_clip.")
       .def("segment_range", [](const VideoInfo& v, double frame_rate, double start, const py::object& end) {
         if (frame_rate < 0) throw ConfigError("frame_rate must be >= 0 (0: the video's own frames)");
@@ -229,14 +229,14 @@ void bind_video(py::module_& m) {
       }, py::arg("frame_rate"), py::arg("start"), py::arg("end"),
            "(begin, end): the timeline positions (of timeline(frame_rate)) whose time, in seconds from the first "
            "frame, lies in [start, end) (end None: the video's end), as video_reader's segments "
-           "(pipeline/readers/clip_sampler.h). A bad segment (end not after start, negative start, starting at or "
+           "(pipeline/decode/clip_sampler.h). A bad segment (end not after start, negative start, starting at or "
            "past the video's end, no position inside) raises DataError saying why.")
       .def("__repr__", [](const VideoInfo& v) {
         return "<VideoInfo " + v.codec + " " + std::to_string(v.display_width()) + "x" +
                std::to_string(v.display_height()) + ", " + std::to_string(v.num_frames()) + " frames>";
       });
   py::class_<PyMetadataCache>(m, "VideoMetadataCache",
-                              "video_reader's metadata cache file (pipeline/readers/video_metadata_cache.h): "
+                              "video_reader's metadata cache file (pipeline/decode/video_metadata_cache.h): "
                               "every video's VideoInfo keyed by its path relative to the dataset's root, valid "
                               "while the file's size, mtime and a hash of its first and last 64 KiB hold.")
       .def(py::init<const std::string&>(), py::arg("path"),

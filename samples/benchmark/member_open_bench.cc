@@ -1,4 +1,4 @@
-// What ShardMemberFileSystem (pipeline/readers/shard_member_file.h), which the pipeline now puts
+// What ShardMemberFileSystem (pipeline/readers/tar/shard_member_file.h), which the pipeline now puts
 // over its default file system, costs: open + one 4 KiB read of N local files through
 // posix_file_system() and through the decorator (paths without ".tar/": must be the same), and
 // of the same files as members "<shard>.tar/<member>" of one tar shard (indexed once, then a
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "media/file_system.h"
-#include "pipeline/readers/shard_member_file.h"
+#include "pipeline/readers/tar/shard_member_file.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// fuzz_file_list: the file-list parser of pipeline/readers/dataset (Dataset::file_list) over
+// fuzz_file_list: the file-list parser of pipeline/dataset (Dataset::file_list) over
 // arbitrary text, parsed from memory (Dataset::file_list_from_text, the same parser), as
 // "path label" lines and as "path label start end" lines (video segments). Checks: only
 // ConfigError escapes; an accepted list has entries whose paths are non-empty, hold no line
@@ -9,8 +9,8 @@
 #include <cmath>
 #include <string>
 
+#include "pipeline/dataset.h"
 #include "pipeline/errors.h"
-#include "pipeline/readers/dataset.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,11 +1,11 @@
-// fuzz_shard_index: arbitrary bytes as a shard index file (pipeline/readers/shard_index:
+// fuzz_shard_index: arbitrary bytes as a shard index file (pipeline/readers/tar/shard_index:
 // parse_shard_index, what load_or_build_index reads from a sidecar). Checks: errors carry a
 // message naming the index; an accepted index has non-empty samples with keys, block-aligned
 // ascending non-overlapping fields within the stamped shard size and the size limit, and its
 // encoding parses back to the same encoding.
 #include <string>
 
-#include "pipeline/readers/shard_index.h"
+#include "pipeline/readers/tar/shard_index.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

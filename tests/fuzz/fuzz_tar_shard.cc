@@ -1,4 +1,4 @@
-// fuzz_tar_shard: arbitrary bytes as a tar shard (pipeline/readers/tar_archive, shard_sample,
+// fuzz_tar_shard: arbitrary bytes as a tar shard (pipeline/readers/tar/tar_archive, shard_sample,
 // tar_stream, shard_index), in every way a reader takes one: the member parser with and
 // without reading the data, build_shard_index over a file in memory, the streaming samples,
 // and libarchive's streaming path (what a .tar.gz shard takes; it sniffs its filters itself).
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "media/file_system.h"
-#include "pipeline/readers/shard_index.h"
-#include "pipeline/readers/tar_stream.h"
+#include "pipeline/readers/tar/shard_index.h"
+#include "pipeline/readers/tar/tar_stream.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

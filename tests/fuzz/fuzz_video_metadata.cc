@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/readers/video_metadata_cache.h"
+#include "pipeline/decode/video_metadata_cache.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -17,9 +17,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include "pipeline/dataset.h"
 #include "pipeline/errors.h"
 #include "pipeline/graph.h"
-#include "pipeline/readers/dataset.h"
 #include "pipeline/spec_json.h"
 #include "tests/test_util.h"
 

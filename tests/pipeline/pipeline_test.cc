@@ -8,7 +8,7 @@
 #include <fstream>
 #include <thread>
 
-#include "pipeline/readers/dataset.h"
+#include "pipeline/dataset.h"
 #include "pipeline/spec_json.h"
 #include "tests/pipeline/test_ops.h"
 #include "tests/test_util.h"

@@ -2,7 +2,7 @@
 same clips, labels and order, natively and through torch's DataLoader, as the same files on
 disk read as a VideoFolder (the independent reference: plain files, no tar involved).
 Member paths "<shard>.tar/<member>" are opened through the pipeline's default file system and
-_C.decode_clip's (pipeline/readers/shard_member_file.h); offsets come from the .idx sidecar.
+_C.decode_clip's (pipeline/readers/tar/shard_member_file.h); offsets come from the .idx sidecar.
 """
 
 import io

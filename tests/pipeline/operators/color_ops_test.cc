@@ -11,11 +11,11 @@
 #include <map>
 #include <set>
 
+#include "pipeline/decode/crop_geometry.h"
 #include "pipeline/kernels/blur.h"
 #include "pipeline/kernels/color.h"
 #include "pipeline/kernels/normalize.h"
 #include "pipeline/operators/color_jitter.h"
-#include "pipeline/operators/crop_geometry.h"
 #include "tests/pipeline/operators/op_test_util.h"
 
 namespace hdl {

@@ -16,9 +16,9 @@
 #include <map>
 
 #include "decoders/decoder_set.h"
+#include "pipeline/decode/crop_geometry.h"
 #include "pipeline/kernels/crop.h"
 #include "pipeline/kernels/resize.h"
-#include "pipeline/operators/crop_geometry.h"
 #include "pipeline/pipeline.h"
 #include "tests/pipeline/test_ops.h"
 #include "tests/test_util.h"

@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <iostream>
 
+#include "pipeline/decode/crop_geometry.h"
 #include "pipeline/kernels/crop.h"
 #include "pipeline/kernels/resize.h"
-#include "pipeline/operators/crop_geometry.h"
 #include "tests/pipeline/operators/op_test_util.h"
 
 namespace hdl {

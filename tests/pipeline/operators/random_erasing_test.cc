@@ -13,10 +13,10 @@
 #include <optional>
 #include <sstream>
 
+#include "pipeline/decode/crop_geometry.h"
 #include "pipeline/kernels/normalize.h"
-#include "pipeline/operators/crop_geometry.h"
+#include "tests/pipeline/decode/recorded_draws.h"
 #include "tests/pipeline/operators/op_test_util.h"
-#include "tests/pipeline/operators/recorded_draws.h"
 
 namespace hdl {
 namespace {

@@ -21,7 +21,7 @@
 #include "media/cache_file_system.h"
 #include "media/remote_file_system.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/readers/tar_archive.h"
+#include "pipeline/readers/tar/tar_archive.h"
 #include "tests/pipeline/readers/tar_test_util.h"
 #include "tests/test_util.h"
 

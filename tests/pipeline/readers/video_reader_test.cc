@@ -12,11 +12,11 @@
 
 #include "decoders/video_decoder.h"
 #include "media/file_system.h"
+#include "pipeline/dataset.h"
+#include "pipeline/decode/video_metadata_cache.h"
 #include "pipeline/errors.h"
 #include "pipeline/kernels/resize.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/readers/dataset.h"
-#include "pipeline/readers/video_metadata_cache.h"
 #include "tests/test_util.h"
 
 namespace hdl {
