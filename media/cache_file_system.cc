@@ -126,7 +126,8 @@ class CachingFileSystem final : public RemoteFileSystem {
                        {"cache_bytes_read", k.bytes_read.load()},
                        {"cache_bytes_written", k.bytes_written.load()},
                        {"cache_evictions", k.evictions.load()},
-                       {"cache_streamed", k.streamed.load()}});
+                       {"cache_streamed", k.streamed.load()},
+                       {"cache_corrupt", k.corrupt.load()}});
     return c;
   }
   const std::shared_ptr<RemoteFileSystem>& inner() const { return inner_; }

@@ -4,12 +4,13 @@
 //
 // What it does, per open(path) of an http(s):// or s3:// URL (other paths go to the inner file
 // system untouched):
-// - open asks the remote as before (a HEAD: size and stamp, Last-Modified or a hash of the
-//   ETag), so a changed object is never served stale: an entry is named by the SHA-256 of the
+// - open asks the remote as before (a HEAD: size and stamp, a hash of the ETag, else
+//   Last-Modified), so a changed object is never served stale: an entry is named by the SHA-256 of the
 //   URL (less its query string and fragment, scheme and host lower-cased), the stamp, and the
 //   URL's last path segment reduced to [A-Za-z0-9._-] ("<64 hex>-<16 hex>-shard-000.tar"); no
-//   URL can name a path outside the directory. An entry whose size is not the remote's
-//   (truncated, corrupted by hand) is a miss and is replaced.
+//   URL can name a path outside the directory. An entry whose size is not the remote's (plus
+//   its footer), or whose bytes fail their CRC (truncated, corrupted, planted), is a miss and
+//   is replaced.
 // - a hit reads the entry (pread); no range GET is sent. A miss reads through the remote until
 //   the first read of more than 1 KiB, or of the whole object (so that building a shard's
 //   index from its tar headers sends no whole-object download), which downloads the whole
@@ -41,7 +42,14 @@
 //
 // Counters (counters(), in pipe.stats() through the reader's): the inner file system's, then
 // cache_hits and cache_misses (opens of remote objects), cache_bytes_read (served from
-// entries), cache_bytes_written (downloaded into entries), cache_evictions, cache_streamed.
+// entries), cache_bytes_written (downloaded into entries), cache_evictions, cache_streamed,
+// cache_corrupt (entries whose bytes did not match their CRC-32C, or with no valid footer:
+// removed and downloaded again).
+//
+// Privacy and integrity (media/detail/cache_dir.h): the directory is this user's alone (0700,
+// entries 0600; one owned by another user or writable by others is refused), and each entry
+// carries the CRC-32C of its bytes in a 24-byte footer, checked before a process first serves
+// it: a zeroed region or a file planted under an entry's name is never served as data.
 //
 // Thread safety: as FileSystem; everything may be called from any number of threads and
 // processes.

@@ -7,6 +7,7 @@
 #include "media/cache_file_system.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "media/detail/cache_dir.h"
+#include "media/detail/crc32c.h"
 #include "media/detail/sha256.h"
 
 namespace hdl {
@@ -319,11 +321,11 @@ TEST_F(CacheTest, ATruncatedEntryIsDetectedAndFetchedAgain) {
   fs::resize_file(entry, 4096);  // a crash, a full disk, a hand
   EXPECT_TRUE(Same(read_url(*c, "http://h/a"), a));
   EXPECT_EQ(counter(*c, "cache_misses"), 2);
-  EXPECT_EQ(fs::file_size(entry), 100000u);
-  fs::resize_file(entry, 100001);  // grown: not the object either
+  EXPECT_EQ(fs::file_size(entry), 100000u + detail::kCacheFooterBytes);  // the object, then its footer
+  fs::resize_file(entry, 100001 + detail::kCacheFooterBytes);  // grown: not the object either
   EXPECT_TRUE(Same(read_url(*c, "http://h/a"), a));
   EXPECT_EQ(counter(*c, "cache_misses"), 3);
-  EXPECT_EQ(fs::file_size(entry), 100000u);
+  EXPECT_EQ(fs::file_size(entry), 100000u + detail::kCacheFooterBytes);
 }
 
 TEST_F(CacheTest, UrlsStayInsideTheDirectory) {
@@ -424,7 +426,7 @@ TEST_F(CacheTest, TwoProcessesShareOneDirectory) {
   for (int i = 0; i < kObjects; ++i) {
     const fs::path e = dir_ / entry_of("http://h/s" + std::to_string(i), 1);
     ASSERT_TRUE(fs::exists(e));
-    EXPECT_EQ(fs::file_size(e), uintmax_t(600000 + i * 1000));
+    EXPECT_EQ(fs::file_size(e), uintmax_t(600000 + i * 1000 + detail::kCacheFooterBytes));
     total += 600000 + i * 1000;
   }
   EXPECT_EQ(files().size(), size_t(kObjects)) << "a .part file was left behind";
@@ -432,6 +434,103 @@ TEST_F(CacheTest, TwoProcessesShareOneDirectory) {
   auto c = cache(int64_t(64) << 20);  // and a third process finds them all
   for (int i = 0; i < kObjects; ++i) EXPECT_TRUE(Same(read_url(*c, "http://h/s" + std::to_string(i)), object_bytes(600000 + i * 1000, i)));
   EXPECT_EQ(counter(*c, "cache_hits"), kObjects);
+}
+
+TEST(Crc32c, KnownValuesAndContinuation) {
+  EXPECT_EQ(detail::crc32c("123456789", 9), 0xE3069283u);  // the check value of CRC-32C
+  EXPECT_EQ(detail::crc32c("", 0), 0u);
+  const std::string a = object_bytes(100003, 5);
+  EXPECT_EQ(detail::crc32c(a.data() + 77, a.size() - 77, detail::crc32c(a.data(), 77)), detail::crc32c(a.data(), a.size()));
+}
+
+// The cache holds private objects: its directory and entries are this user's alone, and a
+// directory another user owns, or others may write to, is refused (they could plant files under
+// the names the cache reads).
+TEST_F(CacheTest, TheDirectoryAndItsEntriesAreTheOwnersAlone) {
+  const mode_t old = ::umask(022);
+  remote_->put("http://h/a", object_bytes(100000, 1), 1);
+  auto c = cache(int64_t(1) << 20);
+  read_url(*c, "http://h/a");
+  ::umask(old);
+  EXPECT_EQ(fs::status(dir_).permissions() & fs::perms::all, fs::perms::owner_all);
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.status().permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write) << e.path();
+  // An older cache's 0755 directory and 0644 entries are made private.
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
+  const fs::path entry = dir_ / entry_of("http://h/a", 1);
+  fs::permissions(entry, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  auto again = cache(int64_t(1) << 20);
+  read_url(*again, "http://h/a");
+  EXPECT_EQ(counter(*again, "cache_hits"), 1);
+  EXPECT_EQ(fs::status(dir_).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(entry).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  // Writable by others: refused, naming the directory.
+  fs::permissions(dir_, fs::perms::all);
+  try {
+    cache(int64_t(1) << 20);
+    ADD_FAILURE() << "a cache directory anyone may write to was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(dir_.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("others may write to it"), std::string::npos) << e.what();
+  }
+  fs::permissions(dir_, fs::perms::owner_all);
+  // Another user's: refused (as root, a directory handed to nobody; else one of root's).
+  fs::path theirs = "/usr";
+  if (::geteuid() == 0) {
+    theirs = parent_ / "theirs";
+    fs::create_directories(theirs);
+    ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+    fs::permissions(theirs, fs::perms::owner_all);
+  }
+  CacheOptions o;
+  o.dir = theirs.string();
+  try {
+    cached_file_system(remote_, o);
+    ADD_FAILURE() << "another user's directory was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("belongs to uid"), std::string::npos) << e.what();
+  }
+}
+
+// Each entry carries the CRC-32C of its bytes: a region of zeros (a crash mid-write, a bad
+// disk) or a file planted under an entry's name with the right size is never served; it is
+// counted, removed and downloaded again.
+TEST_F(CacheTest, AnEntryWhoseBytesFailItsCheckIsNotServed) {
+  const std::string a = object_bytes(300000, 4);
+  remote_->put("http://h/a", a, 3);
+  read_url(*cache(int64_t(1) << 20), "http://h/a");
+  const fs::path entry = dir_ / entry_of("http://h/a", 3);
+  {
+    std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8192);
+    const std::string zeros(4096, '\0');
+    f.write(zeros.data(), std::streamsize(zeros.size()));
+  }
+  auto c = cache(int64_t(1) << 20);  // another process: it has not read this entry yet
+  EXPECT_TRUE(Same(read_url(*c, "http://h/a"), a));
+  EXPECT_EQ(counter(*c, "cache_corrupt"), 1);
+  EXPECT_EQ(counter(*c, "cache_hits"), 0);
+  EXPECT_TRUE(Same(read_url(*cache(int64_t(1) << 20), "http://h/a"), a));  // downloaded again, whole
+  // A planted file of the right size (the object's bytes changed, and a footer copied from a
+  // real entry): not served either.
+  std::string planted = a;
+  planted[1000] ^= 1;
+  std::string footer(size_t(detail::kCacheFooterBytes), '\0');
+  {
+    std::ifstream in(entry, std::ios::binary);
+    in.seekg(std::streamoff(a.size()));
+    in.read(footer.data(), std::streamsize(footer.size()));
+  }
+  fs::remove(entry);
+  {
+    std::ofstream out(entry, std::ios::binary);
+    out << planted << footer;
+  }
+  fs::permissions(entry, fs::perms::owner_read | fs::perms::owner_write);
+  auto d = cache(int64_t(1) << 20);
+  EXPECT_TRUE(Same(read_url(*d, "http://h/a"), a));
+  EXPECT_EQ(counter(*d, "cache_corrupt"), 1);
 }
 
 TEST_F(CacheTest, ADirectoryThatCannotBeMadeIsAnError) {
