@@ -140,14 +140,25 @@ bool EpochStream::next_input(StreamItem* out) {
   return false;
 }
 
+namespace {
+int64_t bytes_of(const StreamItem& it) {
+  int64_t n = 0;
+  for (const StreamedField& f : it.sample.fields) n += int64_t(f.data.size());
+  return n;
+}
+}  // namespace
+
 StreamItem EpochStream::next() {
   const size_t want = static_cast<size_t>(config_.shuffle ? std::max<int64_t>(config_.shuffle_buffer, 1) : 1);
   for (int pass = 0; pass < 2; ++pass) {
-    while (buffer_.size() < want) {
+    // B samples, or fewer once they hold TarLimits::max_buffered_bytes.
+    while (buffer_.size() < want && (buffer_.empty() || buffered_bytes_ < config_.limits.max_buffered_bytes)) {
       StreamItem it;
       if (!next_input(&it)) break;
+      buffered_bytes_ += bytes_of(it);
       buffer_.push_back(std::move(it));
     }
+    buffer_bytes_peak_ = std::max(buffer_bytes_peak_, buffered_bytes_);
     buffer_peak_ = std::max(buffer_peak_, static_cast<int64_t>(buffer_.size()));
     if (!buffer_.empty()) break;
     // The segments are spent and the buffer drained: the epoch asks for more (padding, a
@@ -168,6 +179,7 @@ StreamItem EpochStream::next() {
   StreamItem out = std::move(buffer_[j]);
   if (j + 1 != buffer_.size()) buffer_[j] = std::move(buffer_.back());
   buffer_.pop_back();
+  buffered_bytes_ -= bytes_of(out);
   return out;
 }
 

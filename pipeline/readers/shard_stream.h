@@ -16,7 +16,8 @@
 //     split, reading world times the bytes).
 // The rank's input sequence is its segments in order, repeated from the start when the epoch
 // asks for more samples than they hold (padding to the longest rank, a nominal length, or a
-// shard that failed part-way). The shuffle buffer (size B; 0: none) fills with B inputs, then
+// shard that failed part-way). The shuffle buffer (size B; 0: none; and at most
+// TarLimits::max_buffered_bytes of samples, however few) fills with B inputs, then
 // each output is a uniformly drawn element whose place the next input takes; its draws are one
 // RandomStream per (seed, epoch, rank).
 //
@@ -90,6 +91,8 @@ class EpochStream {
   /// The next output (the position after the last one returned).
   StreamItem next();
   int64_t buffer_peak() const { return buffer_peak_; }
+  /// The most bytes the shuffle buffer held (TarLimits::max_buffered_bytes bounds it).
+  int64_t buffer_bytes_peak() const { return buffer_bytes_peak_; }
   int64_t shards_opened() const { return shards_opened_; }
 
  private:
@@ -114,6 +117,7 @@ class EpochStream {
   int64_t inputs_ = 0;        // inputs seen (before the stride filter)
   std::vector<StreamItem> buffer_;
   int64_t buffer_peak_ = 0;
+  int64_t buffered_bytes_ = 0, buffer_bytes_peak_ = 0;
   int64_t shards_opened_ = 0;
 };
 

@@ -45,6 +45,13 @@ struct TarLimits {
   int64_t max_member_bytes = int64_t(1) << 30;  ///< 1 GiB: a larger member is kResourceExhausted
   int64_t max_name_bytes = 64 << 10;            ///< 64 KiB: GNU 'L' / PAX path length
   int64_t max_pax_bytes = 1 << 20;              ///< 1 MiB: one PAX header's records
+  /// Streaming (tar_stream.h): a sample's fields together; a larger one fails its shard with
+  /// kResourceExhausted before its bytes are read (a .tar.gz of six 1000 MiB members under one
+  /// key would otherwise hold 6 GB).
+  int64_t max_sample_bytes = int64_t(2) << 30;    ///< 2 GiB
+  /// Streaming (shard_stream.h): the bytes a stream's shuffle buffer holds at most; past it,
+  /// fewer samples are buffered (the order stays a function of the shards' contents).
+  int64_t max_buffered_bytes = int64_t(2) << 30;  ///< 2 GiB
 };
 
 constexpr int64_t kTarBlockSize = 512;

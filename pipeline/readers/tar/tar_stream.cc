@@ -22,13 +22,15 @@ bool ends_with_ci(std::string_view s, std::string_view suffix) {
 class PlainMemberStream : public MemberStream {
  public:
   PlainMemberStream(std::unique_ptr<ByteSource> source, std::string shard, const TarLimits& limits)
-      : source_(std::move(source)), reader_(*source_, std::move(shard), limits) {}
+      : source_(std::move(source)), reader_(*source_, std::move(shard), limits), limits_(limits) {}
   Result<const TarMember*> next() override { return reader_.next(); }
   Status read_data(void* dst) override { return reader_.read_data(dst); }
+  const TarLimits& limits() const override { return limits_; }
 
  private:
   std::unique_ptr<ByteSource> source_;
   TarReader reader_;
+  TarLimits limits_;
 };
 
 // libarchive reading from our ByteSource through its read callback.
@@ -44,6 +46,7 @@ class ArchiveMemberStream : public MemberStream {
       (void)fail_archive(-1);
   }
   ~ArchiveMemberStream() override { archive_read_free(a_); }
+  const TarLimits& limits() const override { return limits_; }
 
   Result<const TarMember*> next() override {
     for (;;) {
@@ -177,6 +180,13 @@ Status SampleStream::read_field(const TarMember& m, const std::string& ext, Stre
   f.member_name = m.name;
   f.data_offset = m.data_offset;
   if (options_.read_data) {
+    int64_t held = m.size;
+    for (const StreamedField& g : into->fields) held += int64_t(g.data.size());
+    const int64_t limit = members_->limits().max_sample_bytes;
+    if (held > limit)
+      return tar_error(StatusCode::kResourceExhausted, url_, into->key, m.header_offset,
+                       "the sample's fields hold more than " + std::to_string(limit) + " bytes with member \"" + m.name +
+                           "\" (" + std::to_string(m.size) + " bytes; TarLimits::max_sample_bytes)");
     f.data.resize(size_t(m.size));
     HDL_RETURN_IF_ERROR(members_->read_data(f.data.data()));
   }

@@ -47,6 +47,8 @@ class MemberStream {
   virtual Result<const TarMember*> next() = 0;
   /// Reads the current member's data (member.size bytes) into `dst`; at most once per member.
   virtual Status read_data(void* dst) = 0;
+  /// The limits the stream was opened with.
+  virtual const TarLimits& limits() const = 0;
 };
 
 /// The members of the shard read from `source`, parsed by us (kNone) or libarchive
@@ -81,7 +83,9 @@ struct SampleStreamOptions {
   bool read_data = true;
 };
 
-/// Samples from a MemberStream.
+/// Samples from a MemberStream. A sample whose kept fields hold more than the stream's
+/// TarLimits::max_sample_bytes fails the shard (kResourceExhausted, naming shard, key and the
+/// limit) before the member that would pass it is read.
 class SampleStream {
  public:
   /// Reads `members` (owned) of the shard `url`.

@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "media/file_system.h"
 #include "pipeline/errors.h"
+#include "pipeline/readers/shard_stream.h"
 #include "pipeline/pipeline.h"
 #include "tests/pipeline/readers/tar_test_util.h"
 
@@ -222,6 +225,46 @@ TEST(WebDatasetStreamTest, NominalEpochStartsWithoutCountingAndSplitsShards) {
     EXPECT_EQ(s.labels, (std::vector<int64_t>{a, a + 1, a + 2, b, b + 1, b + 2, a, a + 1, a + 2, b}));
     EXPECT_EQ(s.indices[0], -1);  // no counts: no global index
   }
+}
+
+// Bounded memory (TarLimits, issue 34): a .tar.gz of a few MB can hold members of 1000 MiB
+// each (zeros compress); a sample whose fields would hold more than max_sample_bytes fails its
+// shard before the member that passes the limit is read, naming shard, key and the limit; and
+// the shuffle buffer holds at most max_buffered_bytes (one sample past it at most), every
+// sample still once.
+TEST(WebDatasetStreamTest, ACompressedShardCannotMakeAStreamHoldMoreThanItsBudget) {
+  TarDir dir("wds_stream_budget");
+  ASSERT_TRUE(dir.sh("mkdir -p big && for e in a b c d e f; do head -c 5242880 /dev/zero > big/k.$e; done && "
+                     "tar --format=gnu -cf big.tar -C big k.a k.b k.c k.d k.e k.f && gzip -nf big.tar"));
+  EXPECT_LT(std::filesystem::file_size(dir.path("big.tar.gz")), 200000u) << "30 MiB of zeros, compressed";
+  TarLimits limits;
+  limits.max_sample_bytes = 12 << 20;
+  auto file = posix_file_system()->open(dir.path("big.tar.gz").string());
+  ASSERT_TRUE(file.is_ok());
+  SampleStream stream(open_member_stream(file_byte_source(**file), "big.tar.gz", ShardCompression::kCompressed, limits),
+                      "big.tar.gz");
+  StreamedSample s;
+  auto r = stream.next(&s);
+  ASSERT_FALSE(r.is_ok()) << "a sample of 30 MiB passed a 12 MiB limit";
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  for (const char* part : {"tar shard \"big.tar.gz\"", "key \"k\"", "k.c", "TarLimits::max_sample_bytes"})
+    EXPECT_NE(r.status().message().find(part), std::string::npos) << r.status().message() << " / " << part;
+
+  make_gz_shards(dir, {20, 20});  // payloads of 40-46 KB
+  StreamConfig config;
+  config.shards = {dir.path("shard-000.tar.gz").string(), dir.path("shard-001.tar.gz").string()};
+  config.shuffle = true, config.shuffle_buffer = 30, config.seed = 4;
+  config.limits.max_buffered_bytes = 200000;
+  EpochStream epoch(config, *posix_file_system(), 0);
+  std::set<std::string> keys;
+  for (int i = 0; i < 40; ++i) {
+    StreamItem it = epoch.next();
+    ASSERT_TRUE(it.error.is_ok()) << it.error.message();
+    keys.insert(it.sample.key);
+  }
+  EXPECT_EQ(keys.size(), 40u) << "every sample once";
+  EXPECT_LE(epoch.buffer_bytes_peak(), 200000 + 50000);
+  EXPECT_LT(epoch.buffer_peak(), 30) << "the byte budget, not B, bounded the buffer";
 }
 
 }  // namespace
