@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD_DIR=${BUILD_DIR:-build-fuzz}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
-ALL=(fuzz_file_list fuzz_spec_json fuzz_image_probe fuzz_jpeg_decoder fuzz_ffmpeg_image_decoder fuzz_jpeg_index fuzz_video fuzz_video_metadata fuzz_tar_shard fuzz_shard_index)
+ALL=(fuzz_file_list fuzz_spec_json fuzz_image_probe fuzz_jpeg_decoder fuzz_ffmpeg_image_decoder fuzz_jpeg_index fuzz_video fuzz_video_metadata fuzz_tar_shard fuzz_shard_index fuzz_http_response)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
 

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "media/detail/remote_file.h"
+#include "media/detail/response_parse.h"
 #include "media/remote_file_system.h"
 
 namespace hdl {
@@ -57,26 +58,6 @@ std::string encode(std::string_view s, bool keep_slash) {
   for (unsigned char c : s) {
     if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) out += char(c);
     else out += '%', out += hex[c >> 4], out += hex[c & 15];
-  }
-  return out;
-}
-
-// The text of the first <tag>...</tag> in xml (entities decoded); "" when absent.
-std::string xml_text(std::string_view xml, std::string_view tag, size_t* from = nullptr) {
-  const std::string open = "<" + std::string(tag) + ">", close = "</" + std::string(tag) + ">";
-  const size_t a = xml.find(open, from ? *from : 0);
-  if (a == std::string_view::npos) return "";
-  const size_t b = xml.find(close, a + open.size());
-  if (b == std::string_view::npos) return "";
-  if (from) *from = b + close.size();
-  std::string raw(xml.substr(a + open.size(), b - a - open.size())), out;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] != '&') { out += raw[i]; continue; }
-    const size_t semi = raw.find(';', i);
-    const std::string e = semi == std::string::npos ? "" : raw.substr(i + 1, semi - i - 1);
-    const char* rep = e == "amp" ? "&" : e == "lt" ? "<" : e == "gt" ? ">" : e == "quot" ? "\"" : e == "apos" ? "'" : nullptr;
-    if (rep) out += rep, i = semi;
-    else out += '&';
   }
   return out;
 }
@@ -139,7 +120,7 @@ class S3Reader final : public detail::ObjectReader {
   // An error status as a Status: the S3 code and message from the XML body, where the
   // credentials came from for authentication errors.
   Status status_for(const detail::HttpRequest& q, const detail::HttpResponse& r) const override {
-    const std::string code = xml_text(r.body, "Code"), message = xml_text(r.body, "Message");
+    const auto [code, message] = detail::parse_s3_error(r.body);
     std::string detail = code.empty() ? "" : ", S3 error " + code + (message.empty() ? "" : ": " + message);
     const bool auth = r.status == 401 || r.status == 403 || code == "InvalidAccessKeyId" ||
                       code == "SignatureDoesNotMatch" || code == "ExpiredToken" || code == "InvalidToken" ||
@@ -231,15 +212,11 @@ class S3FileSystem final : public RemoteFileSystem {
         if (r.status / 100 == 2 || !again || !reader_->relocated(prefix, r)) break;
       }
       if (r.status / 100 != 2) return reader_->status_for(q, r);
-      size_t at = 0;
-      for (;;) {
-        const std::string item = xml_text(r.body, "Contents", &at);
-        if (item.empty()) break;
-        out.push_back({"s3://" + loc.bucket + "/" + xml_text(item, "Key"), std::atoll(xml_text(item, "Size").c_str())});
-      }
-      if (xml_text(r.body, "IsTruncated") != "true") break;
-      token = xml_text(r.body, "NextContinuationToken");
-      if (token.empty()) return Status::io_error("ListObjectsV2 " + q.shown + ": truncated, but no NextContinuationToken");
+      Result<detail::S3Listing> page = detail::parse_s3_listing(r.body);
+      if (!page.is_ok()) return page.status().with_context("GET " + q.shown);
+      for (auto& [key, size] : page->objects) out.push_back({"s3://" + loc.bucket + "/" + key, size});
+      if (!page->truncated) break;
+      token = page->next_token;
     }
     return out;
   }

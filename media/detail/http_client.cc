@@ -3,6 +3,7 @@
 #include "media/detail/fetch_loop.h"
 
 #include "media/cancel.h"
+#include "media/detail/response_parse.h"
 
 #include <curl/curl.h>
 
@@ -25,21 +26,6 @@ constexpr size_t kMaxErrorBody = 64 * 1024;
 void global_init() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-bool starts_with_ci(const char* s, size_t n, const char* prefix) {
-  const size_t m = std::strlen(prefix);
-  if (n < m) return false;
-  for (size_t i = 0; i < m; ++i)
-    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
-  return true;
-}
-
-std::string header_value(const char* s, size_t n, size_t name_len) {
-  std::string v(s + name_len, n - name_len);
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.erase(v.begin());
-  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.pop_back();
-  return v;
 }
 
 // Retrying helps with these; the rest (bad URL, TLS verification, ...) fail at once.
@@ -93,25 +79,7 @@ namespace {
 
 size_t on_header(char* s, size_t size, size_t count, void* user) {
   const size_t n = size * count;
-  auto* a = static_cast<HttpClient::Attempt*>(user);
-  HttpResponse& r = a->response;
-  if (starts_with_ci(s, n, "http/")) {  // a new response (after a redirect or a 100): start over
-    r.content_length = r.total_size = -1, r.modified_s = 0, r.etag.clear(), r.bucket_region.clear();
-  } else if (starts_with_ci(s, n, "content-length:")) {
-    r.content_length = std::atoll(header_value(s, n, 15).c_str());
-  } else if (starts_with_ci(s, n, "content-range:")) {
-    const std::string v = header_value(s, n, 14);
-    const size_t slash = v.rfind('/');
-    if (slash != std::string::npos && v.compare(slash + 1, 1, "*") != 0)
-      r.total_size = std::atoll(v.c_str() + slash + 1);
-  } else if (starts_with_ci(s, n, "last-modified:")) {
-    const time_t t = curl_getdate(header_value(s, n, 14).c_str(), nullptr);
-    r.modified_s = t > 0 ? int64_t(t) : 0;
-  } else if (starts_with_ci(s, n, "etag:")) {
-    r.etag = header_value(s, n, 5);
-  } else if (starts_with_ci(s, n, "x-amz-bucket-region:")) {
-    r.bucket_region = header_value(s, n, 20);
-  }
+  parse_response_header(std::string_view(s, n), &static_cast<HttpClient::Attempt*>(user)->response);
   return n;
 }
 
