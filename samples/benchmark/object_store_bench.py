@@ -4,6 +4,7 @@
     build/venv-torch2/bin/python samples/benchmark/object_store_bench.py moto --root DIR
     /usr/bin/python3 samples/benchmark/object_store_bench.py curl-cpu --root DIR
     /usr/bin/python3 samples/benchmark/object_store_bench.py in-flight --root DIR [--latency-ms 20]
+    /usr/bin/python3 samples/benchmark/object_store_bench.py ab --root DIR --base-build OLD [--rounds 3]
 
 DIR holds plain WebDataset tar shards "shard-NNN.tar" (.jpg + .cls). The servers are
 tests/media/object_store_servers.py's (Debian's nginx, moto's S3 server, the fault proxy), on
@@ -34,6 +35,12 @@ curl-cpu  CPU seconds per MB fetching the same objects from nginx: whole shards 
           one pass per process (start-up included) and the marginal cost of --passes passes
           less one pass (what a long-running loader pays per MB); prints the ratios (target
           <= 1).
+ab        this build's hdl-bench against another's (--base-build: an earlier commit built
+          alike), rounds alternating the order, resnet-train --threads 2 for --epochs epochs:
+          nginx (indexed, no cache), nginx through a warm local cache (a first run fills
+          it), moto's S3 without signature checking (the base may predate signing that
+          stores accept); prints images/s and CPU seconds per epoch of each and the medians
+          of the per-round ratios (issue 34's target: no arm below 0.95x).
 """
 
 import argparse
@@ -281,6 +288,42 @@ def run_moto(a):
               f"{statistics.median(rs):.2f}x (each: {', '.join(f'{x:.2f}' for x in rs)}; target >= 3x)")
 
 
+def run_ab(a):
+    names = shards(a.root)
+    srv = Servers(a.root, "nginx,moto_anon")
+    builds = {"new": a.build, "base": a.base_build}
+    env = dict(os.environ, AWS_ENDPOINT_URL=srv.url("moto_anon"), AWS_ACCESS_KEY_ID="anonymous-test",
+               AWS_SECRET_ACCESS_KEY="anonymous-test", AWS_REGION="us-east-1")
+    caches = {k: tempfile.mkdtemp(prefix=f"hdl_ab_cache_{k}_") for k in builds}
+    args = ["--threads", "2", "--batch-size", "64", "--epochs", str(a.epochs)]
+    arms = {"nginx": (srv.url("nginx") + "/" + spec(names), False),
+            "nginx-cache-warm": (srv.url("nginx") + "/" + spec(names), True),
+            "s3-moto": ("s3://hdl/" + spec(names), False)}
+    for k, b in builds.items():  # fill each build's cache once (the warm arm reads it)
+        hdl_bench(b, arms["nginx-cache-warm"][0], args + ["--cache-dir", caches[k], "--cache-limit", "2G"], env=env)
+    ratios = {arm: [] for arm in arms}
+    cpu = {(arm, k): [] for arm in arms for k in builds}
+    try:
+        for r in range(a.rounds):
+            for arm, (data, extra) in arms.items():
+                got = {}
+                for k in (["new", "base"] if r % 2 == 0 else ["base", "new"]):
+                    x = ["--cache-dir", caches[k], "--cache-limit", "2G"] if extra else []
+                    rep = hdl_bench(builds[k], data, args + x, env=env)
+                    got[k] = rep["images_per_s"]
+                    cpu[(arm, k)].append((rep["cpu"]["user_seconds"] + rep["cpu"]["system_seconds"]) / a.epochs)
+                    print(f"round {r} {arm:16s} {k:4s}: {got[k]:7.1f} images/s "
+                          f"({rep['failures']} failures)", flush=True)
+                ratios[arm].append(got["new"] / got["base"])
+    finally:
+        srv.stop()
+    for arm, rs in ratios.items():
+        c = {k: statistics.median(cpu[(arm, k)]) for k in builds if cpu[(arm, k)]}
+        cs = f"; CPU s/epoch new {c['new']:.2f}, base {c['base']:.2f}" if len(c) == 2 else ""
+        print(f"{arm}: new / base (median of {len(rs)} rounds) {statistics.median(rs):.3f}x "
+              f"(each: {', '.join(f'{x:.3f}' for x in rs)}){cs}")
+
+
 def timed(cmd):
     """(CPU seconds of the process and its children, wall seconds, stdout) of one command."""
     t = time.perf_counter()
@@ -394,11 +437,16 @@ def main():
     c = sub.add_parser("curl-cpu")
     c.add_argument("--rounds", type=int, default=5)
     c.add_argument("--passes", type=int, default=4, help="the marginal figure: this many passes over each set, less one")
+    b = sub.add_parser("ab")
+    b.add_argument("--base-build", required=True, help="the other build folder (its bin/hdl-bench)")
+    b.add_argument("--rounds", type=int, default=3)
+    b.add_argument("--epochs", type=int, default=1)
     for s in sub.choices.values():
         s.add_argument("--root", required=True)
         s.add_argument("--build", default=os.path.join(SRC, "build"))
     a = p.parse_args()
-    {"faults": run_faults, "moto": run_moto, "curl-cpu": run_curl_cpu, "in-flight": run_in_flight}[a.what](a)
+    {"faults": run_faults, "moto": run_moto, "curl-cpu": run_curl_cpu, "in-flight": run_in_flight,
+     "ab": run_ab}[a.what](a)
 
 
 if __name__ == "__main__":
