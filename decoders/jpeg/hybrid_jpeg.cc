@@ -1,0 +1,557 @@
+// Hybrid JPEG decoding, the CPU half: planning, Huffman decoding into coefficients, batch
+// layout (decoders/jpeg/hybrid_jpeg.h).
+#include "decoders/jpeg/hybrid_jpeg.h"
+
+// clang-format off: jpeglib.h needs <cstdio> first.
+#include <csetjmp>
+#include <cstdio>
+#include <jpeglib.h>
+#include <jerror.h>
+// clang-format on
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "decoders/detail/decode_window.h"
+#include "decoders/detail/image_header.h"
+#include "decoders/jpeg_index.h"
+#include "decoders/kernels/cuda/jpeg_hybrid.h"
+
+namespace hdl {
+namespace {
+
+using kernels::JpegComponentGeometry;
+using kernels::JpegImageGeometry;
+using kernels::JpegTransform;
+using kernels::JpegUpsample;
+
+// libjpeg's errors longjmp back to the setjmp of the call that entered libjpeg; warnings are
+// recorded (as JpegDecoder does: nothing printed, exit() never called).
+struct ErrorState {
+  jpeg_error_mgr pub;  // first: libjpeg casts cinfo->err to it
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+  int code = 0;
+  char warning[JMSG_LENGTH_MAX];
+  bool data_lost = false;
+  int warnings = 0;
+  int max_scans = 0;
+  bool over_limit = false;
+  void reset() {
+    message[0] = warning[0] = '\0';
+    code = 0;
+    data_lost = over_limit = false;
+    warnings = 0;
+    pub.num_warnings = 0;
+  }
+};
+
+ErrorState* state(j_common_ptr cinfo) { return reinterpret_cast<ErrorState*>(cinfo->err); }
+
+void on_error_exit(j_common_ptr cinfo) {
+  ErrorState* s = state(cinfo);
+  s->code = s->pub.msg_code;
+  (*s->pub.format_message)(cinfo, s->message);
+  longjmp(s->jump, 1);
+}
+
+void on_emit_message(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;
+  ErrorState* s = state(cinfo);
+  bool lost = false;
+  switch (s->pub.msg_code) {
+    case JWRN_HIT_MARKER: case JWRN_JPEG_EOF: case JWRN_HUFF_BAD_CODE: case JWRN_MUST_RESYNC:
+    case JWRN_NOT_SEQUENTIAL: case JWRN_BOGUS_PROGRESSION: case JWRN_ARITH_BAD_CODE:
+      lost = true;
+      break;
+    default:
+      break;
+  }
+  if (s->warnings++ == 0 || (lost && !s->data_lost)) (*s->pub.format_message)(cinfo, s->warning);
+  s->data_lost |= lost;
+  ++s->pub.num_warnings;
+}
+
+void on_output_message(j_common_ptr) {}
+
+void on_progress(j_common_ptr cinfo) {
+  auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+  ErrorState* s = state(cinfo);
+  if (s->max_scans > 0 && d->input_scan_number > s->max_scans) {
+    std::snprintf(s->message, sizeof(s->message), "too many scans: more than max_scans (%d)", s->max_scans);
+    s->code = JMSG_LASTMSGCODE;
+    s->over_limit = true;
+    longjmp(s->jump, 1);
+  }
+}
+
+bool is_unsupported(int code) {
+  switch (code) {
+    case JERR_BAD_PRECISION: case JERR_SOF_UNSUPPORTED: case JERR_NOT_COMPILED:
+    case JERR_ARITH_NOTIMPL: case JERR_CONVERSION_NOTIMPL: case JERR_NOTIMPL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status unsupported(const std::string& what) { return Status::unsupported("hybrid jpeg: " + what); }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+size_t align256(size_t n) { return (n + 255) / 256 * 256; }
+
+// libjpeg-turbo's block smoothing (jdcoefct.c smoothing_ok) applies to a progressive file whose
+// scans leave any of the first nine AC coefficients of a component not fully refined (when
+// the tables allow it): the decoder then estimates them from the neighbouring blocks' DC
+// values, which the hybrid path does not do.
+bool libjpeg_smooths(const jpeg_decompress_struct& ci) {
+  if (!ci.progressive_mode || ci.coef_bits == nullptr || !ci.do_block_smoothing) return false;
+  static constexpr int kPositions[] = {0, 1, 8, 16, 9, 2, 3, 10, 17, 24};  // natural order
+  bool useful = false;
+  for (int c = 0; c < ci.num_components; ++c) {
+    const JQUANT_TBL* q = ci.comp_info[c].quant_table;
+    if (q == nullptr) return false;
+    for (int p : kPositions)
+      if (q->quantval[p] == 0) return false;
+    const int* bits = ci.coef_bits[c];
+    if (bits[0] < 0) return false;
+    for (int k = 1; k < 10; ++k) useful |= bits[k] != 0;
+  }
+  return useful;
+}
+
+}  // namespace
+
+// --- HybridJpegDecoder ------------------------------------------------------------------------
+
+struct HybridJpegDecoder::Impl {
+  jpeg_decompress_struct cinfo;
+  ErrorState err;
+  jpeg_progress_mgr progress{};
+  bool created = false;
+  detail::JpegWindowEntropy entropy;
+  std::vector<int16_t> coefs;
+  std::vector<uint16_t> quant;
+  std::vector<uint8_t> scratch;
+  std::vector<int16_t*> block_ptrs;
+  Stats stats;
+
+  Impl() {
+    std::memset(&cinfo, 0, sizeof(cinfo));
+    cinfo.err = jpeg_std_error(&err.pub);
+    err.pub.error_exit = on_error_exit;
+    err.pub.emit_message = on_emit_message;
+    err.pub.output_message = on_output_message;
+    err.reset();
+    progress.progress_monitor = on_progress;
+  }
+  ~Impl() {
+    if (created) jpeg_destroy_decompress(&cinfo);
+  }
+
+  // A fresh decompressor per file (JpegDecoder::read_header says why), header parsed.
+  bool read_header(std::span<const uint8_t> data) {
+    err.reset();
+    if (setjmp(err.jump)) {
+      if (created) jpeg_abort_decompress(&cinfo);
+      return false;
+    }
+    if (created) jpeg_destroy_decompress(&cinfo);
+    created = false;
+    jpeg_create_decompress(&cinfo);
+    cinfo.progress = &progress;
+    created = true;
+    jpeg_mem_src(&cinfo, data.data(), static_cast<unsigned long>(data.size()));
+    jpeg_read_header(&cinfo, TRUE);
+    return true;
+  }
+
+  Status error_status() const {
+    if (is_unsupported(err.code)) return Status::unsupported(err.message);
+    if (err.code == JERR_OUT_OF_MEMORY || err.over_limit) return Status::resource_exhausted(err.message);
+    return Status::invalid_data(err.message);
+  }
+
+  Status plan(std::span<const uint8_t> data, const DecodeRequest& request, HybridJpegPlan* out);
+  bool decode_indexed(std::span<const uint8_t> data, const HybridJpegPlan& plan, const DecodeRequest& request,
+                      int16_t* coefs, uint16_t* quant);
+  bool read_coefficients(const HybridJpegPlan& plan, int16_t* coefs, uint16_t* quant, bool* smooths);
+};
+
+HybridJpegDecoder::HybridJpegDecoder() : impl_(std::make_unique<Impl>()) {}
+HybridJpegDecoder::~HybridJpegDecoder() = default;
+HybridJpegDecoder::Stats HybridJpegDecoder::stats() const { return impl_->stats; }
+
+Result<HybridJpegPlan> HybridJpegDecoder::plan(std::span<const uint8_t> data, const DecodeRequest& request) {
+  if (!impl_->read_header(data)) return impl_->error_status();
+  HybridJpegPlan plan;
+  Status s = impl_->plan(data, request, &plan);
+  jpeg_abort_decompress(&impl_->cinfo);
+  if (!s.is_ok()) return s;
+  return plan;
+}
+
+// After read_header: the geometry of `request` on this file, libjpeg's choices replayed
+// (jdmaster.c: each component's IDCT size; jdsample.c: its upsampling method; jdmainct.c: the
+// MCU rows and the edge samples it replicates).
+Status HybridJpegDecoder::Impl::plan(std::span<const uint8_t> data, const DecodeRequest& request,
+                                     HybridJpegPlan* out) {
+  const jpeg_decompress_struct& ci = cinfo;
+  if (ci.data_precision != 8) return unsupported(std::to_string(ci.data_precision) + "-bit samples");
+  const int n = ci.num_components;
+  JpegTransform transform;
+  if (n == 1) {
+    transform = JpegTransform::kGray;
+  } else if (n == 3 && ci.jpeg_color_space == JCS_YCbCr) {
+    transform = JpegTransform::kYCbCr;
+  } else if (n == 3 && ci.jpeg_color_space == JCS_RGB) {
+    transform = JpegTransform::kRgb;
+  } else {
+    return unsupported(std::to_string(n) + "-component image (CMYK / YCCK / other)");
+  }
+  ImageInfo info;
+  info.format = "jpeg";
+  info.width = ci.image_width;
+  info.height = ci.image_height;
+  info.channels = n;
+  if (request.apply_orientation) info.orientation = detail::jpeg_exif_orientation(data);
+  HDL_ASSIGN_OR_RETURN(detail::DecodeWindow window, detail::decode_window(info, request, 8));
+
+  HybridJpegPlan& p = *out;
+  const int64_t W = ci.image_width, H = ci.image_height;
+  const int d = window.scale_denom, min_size = 8 / d;
+  const int max_h = ci.max_h_samp_factor, max_v = ci.max_v_samp_factor;
+  const bool single = n == 1;
+  // MCU grid (one block per MCU for a 1-component image), in full-size and output pixels.
+  const int64_t mcu_w = single ? 8 : 8 * max_h, mcu_h = single ? 8 : 8 * max_v;
+  p.mcus_x = ceil_div(W, mcu_w);
+  p.mcus_y = ceil_div(H, mcu_h);
+  const int64_t mcu_out_w = mcu_w / d, mcu_out_h = mcu_h / d;
+  const int64_t out_w = ceil_div(W, d), out_h = ceil_div(H, d);
+  // The window's MCUs, with one output pixel of context on each side (fancy upsampling blends
+  // a sample with its neighbour on the side of the pixel: a window starting at an even column
+  // needs the sample left of it; likewise at the other edges).
+  const Roi& win = window.scaled;
+  p.mcu_c0 = std::max<int64_t>(0, win.x - 1) / mcu_out_w;
+  p.mcu_c1 = std::min(out_w - 1, win.x + win.w) / mcu_out_w + 1;
+  p.mcu_r0 = std::max<int64_t>(0, win.y - 1) / mcu_out_h;
+  p.mcu_r1 = std::min(out_h - 1, win.y + win.h) / mcu_out_h + 1;
+
+  JpegImageGeometry& g = p.geometry;
+  g = JpegImageGeometry{};
+  g.components = n;
+  g.transform = transform;
+  const bool do_fancy = min_size > 1;  // jdsample.c: do_fancy_upsampling && min_DCT_scaled_size > 1
+  int64_t block = 0, sample_bytes = 0;
+  for (int c = 0; c < n; ++c) {
+    const jpeg_component_info& comp = ci.comp_info[c];
+    const int h = comp.h_samp_factor, v = comp.v_samp_factor;
+    JpegComponentGeometry& k = g.comp[c];
+    // jdmaster.c: chroma scaled up by the IDCT rather than upsampled, by powers of 2.
+    int size = min_size;
+    while (size < 8 && (max_h * min_size) % (h * size * 2) == 0 && (max_v * min_size) % (v * size * 2) == 0) size *= 2;
+    k.scaled_size = size;
+    k.samples_w = static_cast<int32_t>(ceil_div(W * h * size, int64_t(max_h) * 8));
+    k.samples_h = static_cast<int32_t>(ceil_div(H * v * size, int64_t(max_v) * 8));
+    // jdsample.c jinit_upsampler.
+    const int h_in = h * size / min_size, v_in = v * size / min_size;
+    if (h_in == max_h && v_in == max_v) {
+      k.upsample = JpegUpsample::kFull;
+    } else if (h_in * 2 == max_h && v_in == max_v) {
+      k.upsample = do_fancy && k.samples_w > 2 ? JpegUpsample::kH2V1Fancy : JpegUpsample::kReplicate;
+      k.expand_h = 2;
+    } else if (h_in == max_h && v_in * 2 == max_v && do_fancy) {
+      k.upsample = JpegUpsample::kH1V2Fancy;
+      k.expand_v = 2;
+    } else if (h_in * 2 == max_h && v_in * 2 == max_v) {
+      k.upsample = do_fancy && k.samples_w > 2 ? JpegUpsample::kH2V2Fancy : JpegUpsample::kReplicate;
+      k.expand_h = k.expand_v = 2;
+    } else if (max_h % h_in == 0 && max_v % v_in == 0) {
+      k.upsample = JpegUpsample::kReplicate;
+      k.expand_h = max_h / h_in;
+      k.expand_v = max_v / v_in;
+    } else {
+      return unsupported("sampling factors " + std::to_string(h) + "x" + std::to_string(v) + " under " +
+                         std::to_string(max_h) + "x" + std::to_string(max_v) + " (fractional upsampling)");
+    }
+    p.mcu_blocks_w[c] = single ? 1 : h;
+    p.mcu_blocks_h[c] = single ? 1 : v;
+    k.block_x0 = static_cast<int32_t>(p.mcu_c0 * p.mcu_blocks_w[c]);
+    k.block_y0 = static_cast<int32_t>(p.mcu_r0 * p.mcu_blocks_h[c]);
+    k.blocks_w = static_cast<int32_t>((p.mcu_c1 - p.mcu_c0) * p.mcu_blocks_w[c]);
+    k.blocks_h = static_cast<int32_t>((p.mcu_r1 - p.mcu_r0) * p.mcu_blocks_h[c]);
+    k.quant = c;
+    k.block_begin = block;
+    k.sample_offset = sample_bytes;
+    block += int64_t(k.blocks_w) * k.blocks_h;
+    sample_bytes += align256(size_t(k.blocks_w) * size * size_t(k.blocks_h) * size);
+  }
+  g.x0 = static_cast<int32_t>(win.x);
+  g.y0 = static_cast<int32_t>(win.y);
+  g.width = static_cast<int32_t>(win.w);
+  g.height = static_cast<int32_t>(win.h);
+  g.orientation = window.orientation;
+  g.color = request.color;
+  g.block_begin = 0;
+  g.pixel_begin = 0;
+  p.shape = window.shape;
+  p.scale_denom = d;
+  p.blocks = block;
+  p.sample_bytes = sample_bytes;
+  p.components = n;
+  return Status::ok();
+}
+
+// The plan's blocks through the file's entry-point index: JpegWindowEntropy decodes the
+// window's MCUs straight from the file (MCUs it must decode beside them are dropped). After
+// read_header. False when the index does not apply or fails (the caller reads the file with
+// libjpeg instead).
+bool HybridJpegDecoder::Impl::decode_indexed(std::span<const uint8_t> data, const HybridJpegPlan& plan,
+                                             const DecodeRequest& request, int16_t* coefs, uint16_t* quant) {
+  const jpeg_decompress_struct& ci = cinfo;
+  if (!request.index_cache || ci.progressive_mode || ci.arith_code || ci.restart_interval != 0 ||
+      ci.comps_in_scan != ci.num_components)
+    return false;
+  for (int c = 0; c < ci.num_components; ++c) {
+    // The scan's blocks come in its component order: the frame's, here.
+    if (ci.cur_comp_info[c] != &ci.comp_info[c]) return false;
+    if (!ci.quant_tbl_ptrs[ci.comp_info[c].quant_tbl_no]) return false;
+  }
+  JpegIndexCache& cache = *request.index_cache;
+  bool unindexable = false;
+  std::shared_ptr<const detail::JpegScanIndex> index = cache.find(request.index_key, data, &unindexable);
+  if (!index) {
+    if (unindexable || !cache.has_room()) return false;
+    auto built = detail::build_jpeg_index(data, cache.file_share());
+    cache.insert(request.index_key, data, built.is_ok() ? *built : nullptr);
+    if (!built.is_ok()) return false;
+    index = *built;
+  }
+  auto fallback = [&] {
+    cache.count_fallback();
+    ++stats.fallbacks;
+    return false;
+  };
+  const detail::JpegMcuGrid& grid = detail::jpeg_index_grid(*index);
+  if (grid.width != int64_t(ci.image_width) || grid.height != int64_t(ci.image_height) || grid.mcus_x != plan.mcus_x ||
+      grid.mcus_y != plan.mcus_y)
+    return fallback();
+  auto wplan = detail::plan_jpeg_window(*index, plan.mcu_r0, plan.mcu_r1, plan.mcu_c0, plan.mcu_c1);
+  if (!wplan.is_ok() || !entropy.start(data, *index, *wplan).is_ok()) return fallback();
+  const int n = plan.components;
+  int per_mcu = 0;
+  for (int c = 0; c < n; ++c) per_mcu += plan.mcu_blocks_w[c] * plan.mcu_blocks_h[c];
+  if (entropy.blocks_per_mcu() != per_mcu) return fallback();
+  block_ptrs.resize(size_t(per_mcu));
+  const JpegImageGeometry& g = plan.geometry;
+  for (int64_t my = wplan->r0; my < wplan->r1; ++my) {
+    for (int64_t mx = wplan->c0; mx < wplan->c1; ++mx) {
+      const bool keep = mx >= plan.mcu_c0 && mx < plan.mcu_c1;
+      if (keep) {
+        int b = 0;
+        for (int c = 0; c < n; ++c) {
+          const JpegComponentGeometry& k = g.comp[c];
+          const int hb = plan.mcu_blocks_w[c], vb = plan.mcu_blocks_h[c];
+          for (int y = 0; y < vb; ++y)
+            for (int x = 0; x < hb; ++x) {
+              const int64_t row = (my - plan.mcu_r0) * vb + y, col = (mx - plan.mcu_c0) * hb + x;
+              block_ptrs[size_t(b++)] = coefs + 64 * (k.block_begin + row * k.blocks_w + col);
+            }
+        }
+      }
+      if (!entropy.decode_mcu(keep ? block_ptrs.data() : nullptr)) return fallback();
+    }
+  }
+  for (int c = 0; c < n; ++c) {
+    const JQUANT_TBL* t = ci.quant_tbl_ptrs[ci.comp_info[c].quant_tbl_no];
+    std::copy(t->quantval, t->quantval + 64, quant + 64 * c);
+  }
+  cache.count_hit();
+  ++stats.indexed;
+  return true;
+}
+
+// The plan's blocks from libjpeg's jpeg_read_coefficients (every scan of the file), after
+// read_header. False on a libjpeg error (err says which); `*smooths` when libjpeg would smooth
+// the file's blocks.
+bool HybridJpegDecoder::Impl::read_coefficients(const HybridJpegPlan& plan, int16_t* coefs, uint16_t* quant,
+                                                bool* smooths) {
+  if (setjmp(err.jump)) {
+    jpeg_abort_decompress(&cinfo);
+    return false;
+  }
+  jvirt_barray_ptr* arrays = jpeg_read_coefficients(&cinfo);
+  *smooths = libjpeg_smooths(cinfo);
+  const JpegImageGeometry& g = plan.geometry;
+  for (int c = 0; c < plan.components && !*smooths; ++c) {
+    const JpegComponentGeometry& k = g.comp[c];
+    const jpeg_component_info& comp = cinfo.comp_info[c];
+    const JDIMENSION rows = JDIMENSION(ceil_div(comp.height_in_blocks, comp.v_samp_factor) * comp.v_samp_factor);
+    const JDIMENSION cols = JDIMENSION(ceil_div(comp.width_in_blocks, comp.h_samp_factor) * comp.h_samp_factor);
+    if (JDIMENSION(k.block_y0 + k.blocks_h) > rows || JDIMENSION(k.block_x0 + k.blocks_w) > cols)
+      ERREXIT(&cinfo, JERR_BAD_DCT_COEF);  // (not expected: the plan is inside the arrays)
+    for (int32_t y = 0; y < k.blocks_h; ++y) {
+      JBLOCKARRAY row = (*cinfo.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&cinfo), arrays[c],
+                                                         JDIMENSION(k.block_y0 + y), 1, FALSE);
+      std::memcpy(coefs + 64 * (k.block_begin + int64_t(y) * k.blocks_w), row[0][k.block_x0],
+                  size_t(k.blocks_w) * 64 * sizeof(int16_t));
+    }
+    const JQUANT_TBL* t = comp.quant_table;
+    if (t == nullptr) ERREXIT(&cinfo, JERR_NO_QUANT_TABLE);
+    std::copy(t->quantval, t->quantval + 64, quant + 64 * c);
+  }
+  jpeg_abort_decompress(&cinfo);
+  return true;
+}
+
+Status HybridJpegDecoder::decode_coefficients(std::span<const uint8_t> data, const HybridJpegPlan& plan,
+                                              const DecodeRequest& request, std::span<int16_t> coefs,
+                                              std::span<uint16_t> quant) {
+  if (coefs.size() < size_t(plan.blocks) * 64 || quant.size() < size_t(plan.components) * 64)
+    return Status::invalid_argument("hybrid jpeg: coefficient or table buffer smaller than the plan");
+  std::fill(coefs.begin(), coefs.begin() + plan.blocks * 64, int16_t(0));
+  Impl& m = *impl_;
+  if (!m.read_header(data)) return m.error_status();
+  const bool single = m.cinfo.num_components == 1;
+  if (m.cinfo.num_components != plan.components ||
+      ceil_div(m.cinfo.image_width, single ? 8 : 8 * m.cinfo.max_h_samp_factor) != plan.mcus_x ||
+      ceil_div(m.cinfo.image_height, single ? 8 : 8 * m.cinfo.max_v_samp_factor) != plan.mcus_y) {
+    jpeg_abort_decompress(&m.cinfo);
+    return Status::invalid_argument("hybrid jpeg: the plan is not this file's");
+  }
+  if (m.decode_indexed(data, plan, request, coefs.data(), quant.data())) {
+    jpeg_abort_decompress(&m.cinfo);
+    return Status::ok();
+  }
+  if (request.index_cache) std::fill(coefs.begin(), coefs.begin() + plan.blocks * 64, int16_t(0));
+  m.err.max_scans = request.max_scans;
+  bool smooths = false;
+  if (!m.read_coefficients(plan, coefs.data(), quant.data(), &smooths)) return m.error_status();
+  if (smooths)
+    return unsupported("progressive file whose scans leave low AC coefficients unrefined (libjpeg smooths its blocks)");
+  if (m.err.data_lost) {
+    if (request.allow_partial) return unsupported("damaged data (" + std::string(m.err.warning) + "): decode the partial image on the CPU path");
+    return Status::invalid_data(m.err.warning);
+  }
+  ++m.stats.libjpeg;
+  return Status::ok();
+}
+
+Result<DecodeReport> HybridJpegDecoder::decode_host(std::span<const uint8_t> data, const DecodeRequest& request,
+                                                    const TensorView& out) {
+  HDL_ASSIGN_OR_RETURN(HybridJpegPlan p, plan(data, request));
+  if (out.shape != p.shape)
+    return Status::invalid_argument("output has shape " + out.shape.to_string() + ", decode writes " + p.shape.to_string());
+  if (out.dtype != DType::kU8 || out.strides.ndim() != 3 || out.strides[2] != 1 || !out.device.is_cpu() ||
+      out.data == nullptr || out.strides[0] < 0 || out.strides[1] < 0)
+    return Status::invalid_argument("output must be a host uint8 HWC view with unit channel stride");
+  Impl& m = *impl_;
+  if (m.coefs.size() < size_t(p.blocks) * 64) m.coefs.resize(size_t(p.blocks) * 64);
+  if (m.quant.size() < 64 * kernels::kJpegMaxComponents) m.quant.resize(64 * kernels::kJpegMaxComponents);
+  HDL_RETURN_IF_ERROR(decode_coefficients(data, p, request, m.coefs, m.quant));
+  if (m.scratch.size() < size_t(p.sample_bytes)) m.scratch.resize(size_t(p.sample_bytes));
+  JpegImageGeometry g = p.geometry;
+  g.out_offset = 0;
+  g.out_row_stride = out.strides[0];
+  g.out_pixel_stride = out.strides[1];
+  kernels::JpegBatchView view;
+  view.images = &g;
+  view.image_count = 1;
+  view.quant = m.quant.data();
+  view.quant_count = p.components;
+  view.coefs = m.coefs.data();
+  view.blocks = p.blocks;
+  view.samples = m.scratch.data();
+  view.sample_bytes = p.sample_bytes;
+  view.out = static_cast<uint8_t*>(out.data);
+  view.out_bytes = (out.shape[0] - 1) * out.strides[0] + (out.shape[1] - 1) * out.strides[1] + out.shape[2];
+  view.pixels = int64_t(g.width) * g.height;
+  HDL_RETURN_IF_ERROR(kernels::jpeg_decode_batch_host(view));
+  DecodeReport report;
+  report.scale_denom = p.scale_denom;
+  if (m.err.warnings > 0) report.warning = m.err.warning;
+  return report;
+}
+
+// --- HybridJpegBatch --------------------------------------------------------------------------
+
+void HybridJpegBatch::clear() {
+  images_.clear();
+  blocks_ = pixels_ = sample_bytes_ = 0;
+}
+
+int HybridJpegBatch::add(const HybridJpegPlan& plan, int64_t out_offset, int64_t row_stride, int64_t pixel_stride) {
+  JpegImageGeometry g = plan.geometry;
+  const int index = size();
+  for (int c = 0; c < g.components; ++c) {
+    g.comp[c].block_begin += blocks_;
+    g.comp[c].sample_offset += sample_bytes_;
+    g.comp[c].quant = index * kernels::kJpegMaxComponents + c;
+  }
+  g.block_begin = blocks_;
+  g.pixel_begin = pixels_;
+  g.out_offset = out_offset;
+  g.out_row_stride = row_stride;
+  g.out_pixel_stride = pixel_stride;
+  blocks_ += plan.blocks;
+  pixels_ += int64_t(g.width) * g.height;
+  sample_bytes_ += int64_t(align256(size_t(plan.sample_bytes)));
+  images_.push_back(g);
+  return index;
+}
+
+size_t HybridJpegBatch::quant_offset() const { return align256(images_.size() * sizeof(JpegImageGeometry)); }
+size_t HybridJpegBatch::coef_offset() const {
+  return quant_offset() + align256(images_.size() * kernels::kJpegMaxComponents * 64 * sizeof(uint16_t));
+}
+size_t HybridJpegBatch::upload_bytes() const { return coef_offset() + size_t(blocks_) * 64 * sizeof(int16_t); }
+
+void HybridJpegBatch::write_geometry(void* upload) const {
+  if (!images_.empty()) std::memcpy(upload, images_.data(), images_.size() * sizeof(JpegImageGeometry));
+}
+
+int16_t* HybridJpegBatch::coefficients(void* upload, int image) const {
+  return reinterpret_cast<int16_t*>(static_cast<uint8_t*>(upload) + coef_offset()) + 64 * images_[size_t(image)].block_begin;
+}
+
+uint16_t* HybridJpegBatch::quant(void* upload, int image) const {
+  return reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(upload) + quant_offset()) +
+         size_t(image) * kernels::kJpegMaxComponents * 64;
+}
+
+int64_t HybridJpegBatch::blocks(int image) const {
+  const size_t i = size_t(image);
+  return (i + 1 < images_.size() ? images_[i + 1].block_begin : blocks_) - images_[i].block_begin;
+}
+
+kernels::JpegBatchView HybridJpegBatch::view(const void* upload, uint8_t* samples, uint8_t* out, int64_t out_bytes) const {
+  const auto* base = static_cast<const uint8_t*>(upload);
+  kernels::JpegBatchView v;
+  v.images = reinterpret_cast<const JpegImageGeometry*>(base);
+  v.image_count = size();
+  v.quant = reinterpret_cast<const uint16_t*>(base + quant_offset());
+  v.quant_count = size() * kernels::kJpegMaxComponents;
+  v.coefs = reinterpret_cast<const int16_t*>(base + coef_offset());
+  v.blocks = blocks_;
+  v.samples = samples;
+  v.sample_bytes = sample_bytes_;
+  v.out = out;
+  v.out_bytes = out_bytes;
+  v.pixels = pixels_;
+  return v;
+}
+
+Status decode_batch_host(const HybridJpegBatch& batch, const void* upload, uint8_t* out, int64_t out_bytes,
+                         std::vector<uint8_t>& scratch) {
+  if (scratch.size() < size_t(batch.sample_bytes())) scratch.resize(size_t(batch.sample_bytes()));
+  return kernels::jpeg_decode_batch_host(batch.view(upload, scratch.data(), out, out_bytes));
+}
+
+Status decode_batch(const HybridJpegBatch& batch, const void* device_upload, uint8_t* device_samples,
+                    uint8_t* device_out, int64_t out_bytes, hdl::cuda::Stream& stream) {
+  return kernels::cuda::jpeg_decode_batch(batch.view(device_upload, device_samples, device_out, out_bytes),
+                                          batch.images().data(), stream);
+}
+
+}  // namespace hdl
