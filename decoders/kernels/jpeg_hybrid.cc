@@ -2,6 +2,7 @@
 // the CPU, decoders/kernels/jpeg_hybrid.h).
 #include "decoders/kernels/jpeg_hybrid.h"
 
+#include <algorithm>
 #include <string>
 
 namespace hdl::kernels {
@@ -14,6 +15,26 @@ Status bad(int32_t image, const std::string& what) {
 bool valid_upsample(JpegUpsample u) {
   return u == JpegUpsample::kFull || u == JpegUpsample::kH2V1Fancy || u == JpegUpsample::kH1V2Fancy ||
          u == JpegUpsample::kH2V2Fancy || u == JpegUpsample::kReplicate;
+}
+
+// The samples of `k` that the window of `g` reads (the fancy filters one beside the nearest,
+// clamped to the image's samples) lie in its plane: the device code reads them unchecked.
+bool covers(const JpegComponentGeometry& k, const JpegImageGeometry& g) {
+  const bool fancy_h = k.upsample == JpegUpsample::kH2V1Fancy || k.upsample == JpegUpsample::kH2V2Fancy;
+  const bool fancy_v = k.upsample == JpegUpsample::kH1V2Fancy || k.upsample == JpegUpsample::kH2V2Fancy;
+  const int want_h = k.upsample == JpegUpsample::kFull ? 1 : fancy_h ? 2 : k.expand_h;
+  const int want_v = k.upsample == JpegUpsample::kFull ? 1 : fancy_v ? 2 : k.expand_v;
+  if (k.expand_h != want_h || k.expand_v != want_v) return false;
+  // An even pixel of a fancy filter reads the sample before its nearest, an odd one the sample after.
+  auto inside = [](int64_t p0, int64_t n, int e, bool fancy, int64_t samples, int64_t first, int64_t count) {
+    const int64_t p1 = p0 + n - 1;
+    const int64_t lo = std::clamp<int64_t>(p0 / e - (fancy && p0 % 2 == 0), 0, samples - 1);
+    const int64_t hi = std::clamp<int64_t>(p1 / e + (fancy && p1 % 2 == 1), 0, samples - 1);
+    return lo >= first && hi < first + count;
+  };
+  const int64_t s = k.scaled_size;
+  return inside(g.x0, g.width, k.expand_h, fancy_h, k.samples_w, k.block_x0 * s, k.blocks_w * s) &&
+         inside(g.y0, g.height, k.expand_v, fancy_v, k.samples_h, k.block_y0 * s, k.blocks_h * s);
 }
 
 }  // namespace
@@ -43,6 +64,7 @@ Status check_jpeg_batch(const JpegBatchView& batch, const JpegImageGeometry* ima
       if (k.samples_w <= 0 || k.samples_h <= 0 || k.blocks_w <= 0 || k.blocks_h <= 0 || k.block_x0 < 0 || k.block_y0 < 0)
         return bad(i, "component " + std::to_string(c) + " holds no samples");
       if (k.quant < 0 || k.quant >= batch.quant_count) return bad(i, "quantisation table out of range");
+      if (!covers(k, g)) return bad(i, "component " + std::to_string(c) + "'s blocks do not cover the window");
       if (k.block_begin != blocks) return bad(i, "component blocks are not consecutive");
       blocks += int64_t(k.blocks_w) * k.blocks_h;
       const int64_t plane = int64_t(k.blocks_w) * s * int64_t(k.blocks_h) * s;
@@ -81,7 +103,7 @@ Status jpeg_decode_batch_host(const JpegBatchView& batch) {
   }
   // Stage 2: every output pixel.
   for (int32_t i = 0; i < batch.image_count; ++i) {
-    const JpegImageGeometry& g = batch.images[i];
+    const JpegImageGeometry g = batch.images[i];  // (a copy: the pixel writes cannot alias it)
     for (int64_t r = 0; r < g.height; ++r)
       for (int64_t j = 0; j < g.width; ++j) jpeg_pixel(g, batch.samples, r, j, batch.out);
   }

@@ -49,6 +49,15 @@
 #endif
 #endif
 
+// The per-block and per-pixel functions below, inlined into their loops on both sides: in the
+// shared library a call would go through the PLT (default visibility) and lose the constant
+// block size; measured 2.5x slower host twin without it.
+#if defined(__CUDACC__)
+#define HDL_JPEG_FN __host__ __device__ __forceinline__
+#else
+#define HDL_JPEG_FN inline __attribute__((always_inline))
+#endif
+
 HDL_API_BEGIN
 namespace hdl::kernels {
 
@@ -126,12 +135,12 @@ inline constexpr int kConstBits = 13;
 inline constexpr int kPass1Bits = 2;
 
 // DESCALE: divide by 2^n rounding half up (arithmetic shift of the biased value).
-HDL_HOST_DEVICE inline int64_t descale(int64_t x, int n) { return (x + (int64_t(1) << (n - 1))) >> n; }
+HDL_JPEG_FN int64_t descale(int64_t x, int n) { return (x + (int64_t(1) << (n - 1))) >> n; }
 
 // libjpeg's post-IDCT range limit: range_limit[(int)x & RANGE_MASK], a table of 1024 entries
 // (RANGE_MASK 0x3FF) from the sample centre: -128..127 around the centre give 0..255, farther
 // values saturate within +-512 of it and wrap beyond (the table repeats every 1024).
-HDL_HOST_DEVICE inline uint8_t idct_limit(int64_t x) {
+HDL_JPEG_FN uint8_t idct_limit(int64_t x) {
   int32_t v = static_cast<int32_t>(x & 1023);
   v = (v ^ 512) - 512 + 128;  // the 10-bit value, sign-extended, plus the centre
   return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
@@ -139,7 +148,7 @@ HDL_HOST_DEVICE inline uint8_t idct_limit(int64_t x) {
 
 // DEQUANTIZE: libjpeg-turbo keeps the table as ISLOW_MULT_TYPE, a short in its SIMD builds (as
 // Debian's), so a 16-bit table entry over 32767 multiplies as a negative number there too.
-HDL_HOST_DEVICE inline int64_t dequant(const int16_t* coef, const uint16_t* q, int i) {
+HDL_JPEG_FN int64_t dequant(const int16_t* coef, const uint16_t* q, int i) {
   return int64_t(coef[i]) * int64_t(static_cast<int16_t>(q[i]));
 }
 
@@ -154,7 +163,7 @@ inline constexpr int64_t F_0_211164243 = 1730, F_0_298631336 = 2446, F_0_3901806
                          F_3_624509785 = 29692;
 
 // The 8-point LL&M odd part: inputs in[7], in[5], in[3], in[1] -> t0..t3 (islow's tmp0..tmp3).
-HDL_HOST_DEVICE inline void islow_odd(int64_t i7, int64_t i5, int64_t i3, int64_t i1, int64_t* t) {
+HDL_JPEG_FN void islow_odd(int64_t i7, int64_t i5, int64_t i3, int64_t i1, int64_t* t) {
   int64_t z1 = i7 + i1, z2 = i5 + i3, z3 = i7 + i3, z4 = i5 + i1;
   const int64_t z5 = (z3 + z4) * F_1_175875602;
   int64_t t0 = i7 * F_0_298631336, t1 = i5 * F_2_053119869, t2 = i3 * F_3_072711026, t3 = i1 * F_1_501321110;
@@ -169,7 +178,7 @@ HDL_HOST_DEVICE inline void islow_odd(int64_t i7, int64_t i5, int64_t i3, int64_
 }
 
 // The 8-point even part: i0, i2, i4, i6 -> tmp10, tmp11, tmp12, tmp13.
-HDL_HOST_DEVICE inline void islow_even(int64_t i0, int64_t i2, int64_t i4, int64_t i6, int64_t* t) {
+HDL_JPEG_FN void islow_even(int64_t i0, int64_t i2, int64_t i4, int64_t i6, int64_t* t) {
   const int64_t z1 = (i2 + i6) * F_0_541196100;
   const int64_t tmp2 = z1 + i6 * -F_1_847759065, tmp3 = z1 + i2 * F_0_765366865;
   const int64_t tmp0 = (i0 + i4) * (int64_t(1) << kConstBits), tmp1 = (i0 - i4) * (int64_t(1) << kConstBits);
@@ -180,11 +189,11 @@ HDL_HOST_DEVICE inline void islow_even(int64_t i0, int64_t i2, int64_t i4, int64
 }
 
 // The reduced transforms' shared parts (jidctred.c).
-HDL_HOST_DEVICE inline void red4_odd(int64_t z1, int64_t z2, int64_t z3, int64_t z4, int64_t* t0, int64_t* t2) {
+HDL_JPEG_FN void red4_odd(int64_t z1, int64_t z2, int64_t z3, int64_t z4, int64_t* t0, int64_t* t2) {
   *t0 = z1 * -F_0_211164243 + z2 * F_1_451774981 + z3 * -F_2_172734803 + z4 * F_1_061594337;
   *t2 = z1 * -F_0_509795579 + z2 * -F_0_601344887 + z3 * F_0_899976223 + z4 * F_2_562915447;
 }
-HDL_HOST_DEVICE inline int64_t red2_odd(int64_t i7, int64_t i5, int64_t i3, int64_t i1) {
+HDL_JPEG_FN int64_t red2_odd(int64_t i7, int64_t i5, int64_t i3, int64_t i1) {
   return i7 * -F_0_720959822 + i5 * F_0_850430095 + i3 * -F_1_272758580 + i1 * F_3_624509785;
 }
 
@@ -192,7 +201,7 @@ HDL_HOST_DEVICE inline int64_t red2_odd(int64_t i7, int64_t i5, int64_t i3, int6
 
 /// True if the column pass of a `size`-point IDCT computes column `col` (jidctred.c skips the
 /// columns its row pass never reads: 4 for 4x4; 2, 4, 6 for 2x2; all but 0 for 1x1).
-HDL_HOST_DEVICE inline bool jpeg_idct_uses_column(int size, int col) {
+HDL_JPEG_FN bool jpeg_idct_uses_column(int size, int col) {
   switch (size) {
     case 8: return true;
     case 4: return col != 4;
@@ -204,7 +213,7 @@ HDL_HOST_DEVICE inline bool jpeg_idct_uses_column(int size, int col) {
 /// The column pass of the `size`-point IDCT (8, 4, 2; 1 has none) of one block: dequantises
 /// column `col` of `coef` by `q` and writes ws[col + 8 * k] for the rows the row pass reads.
 /// `ws` is the 64-entry workspace of the block (int, as libjpeg's).
-HDL_HOST_DEVICE inline void jpeg_idct_column(int size, const int16_t* coef, const uint16_t* q, int col, int32_t* ws) {
+HDL_JPEG_FN void jpeg_idct_column(int size, const int16_t* coef, const uint16_t* q, int col, int32_t* ws) {
   using namespace jpeg_detail;
   const int16_t* in = coef + col;
   const uint16_t* qt = q + col;
@@ -259,7 +268,7 @@ HDL_HOST_DEVICE inline void jpeg_idct_column(int size, const int16_t* coef, cons
 
 /// The row pass: row `row` (< size) of the workspace to `size` samples at `out`. For size 1 the
 /// whole transform (jpeg_idct_1x1: the dequantised DC / 8), from `coef` and `q`.
-HDL_HOST_DEVICE inline void jpeg_idct_row(int size, const int32_t* ws, const int16_t* coef, const uint16_t* q,
+HDL_JPEG_FN void jpeg_idct_row(int size, const int32_t* ws, const int16_t* coef, const uint16_t* q,
                                           int row, uint8_t* out) {
   using namespace jpeg_detail;
   const int32_t* w = ws + 8 * row;
@@ -314,7 +323,7 @@ HDL_HOST_DEVICE inline void jpeg_idct_row(int size, const int32_t* ws, const int
 }
 
 /// The whole IDCT of one block into `size` rows of `size` samples, `pitch` bytes apart.
-HDL_HOST_DEVICE inline void jpeg_idct_block(int size, const int16_t* coef, const uint16_t* q, uint8_t* out,
+HDL_JPEG_FN void jpeg_idct_block(int size, const int16_t* coef, const uint16_t* q, uint8_t* out,
                                             int64_t pitch) {
   int32_t ws[64];
   for (int c = 0; c < 8; ++c)
@@ -326,48 +335,52 @@ HDL_HOST_DEVICE inline void jpeg_idct_block(int size, const int16_t* coef, const
 
 namespace jpeg_detail {
 
-HDL_HOST_DEVICE inline int64_t clamp_index(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+HDL_JPEG_FN int64_t clamp_index(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
 
-// Sample (i, j) of a component, in its whole-image sample grid, clamped to the image's samples
-// (libjpeg replicates the last column and row past the edge) and to the blocks held.
-HDL_HOST_DEVICE inline int32_t sample(const JpegComponentGeometry& c, const uint8_t* plane, int64_t i, int64_t j) {
-  const int64_t s = c.scaled_size, pitch = int64_t(c.blocks_w) * s;
-  const int64_t li = clamp_index(clamp_index(i, c.samples_w) - int64_t(c.block_x0) * s, pitch);
-  const int64_t lj = clamp_index(clamp_index(j, c.samples_h) - int64_t(c.block_y0) * s, int64_t(c.blocks_h) * s);
-  return plane[lj * pitch + li];
+// Sample column i / row j of a component (its whole-image sample grid) in its plane: clamped to
+// the image's samples, as libjpeg replicates the last column and row past the edge. The plane
+// holds every sample a window reads (check_jpeg_batch verifies it of every image).
+HDL_JPEG_FN int64_t column(const JpegComponentGeometry& c, int64_t i) {
+  return clamp_index(i, c.samples_w) - int64_t(c.block_x0) * c.scaled_size;
+}
+HDL_JPEG_FN const uint8_t* row(const JpegComponentGeometry& c, const uint8_t* plane, int64_t j) {
+  return plane + (clamp_index(j, c.samples_h) - int64_t(c.block_y0) * c.scaled_size) * (int64_t(c.blocks_w) * c.scaled_size);
 }
 
 }  // namespace jpeg_detail
 
 /// Component `c`'s value at pixel (x, y) of the scaled image, upsampled as libjpeg does.
 /// `plane`: the component's IDCT output (sample_offset into the batch's samples).
-HDL_HOST_DEVICE inline int32_t jpeg_upsampled(const JpegComponentGeometry& c, const uint8_t* plane, int64_t x, int64_t y) {
-  using jpeg_detail::sample;
+HDL_JPEG_FN int32_t jpeg_upsampled(const JpegComponentGeometry& c, const uint8_t* plane, int64_t x, int64_t y) {
+  using jpeg_detail::column;
+  using jpeg_detail::row;
   switch (c.upsample) {
-    case JpegUpsample::kFull: return sample(c, plane, x, y);
-    case JpegUpsample::kH2V1Fancy: {
-      const int64_t i = x >> 1;
-      const int32_t near3 = 3 * sample(c, plane, i, y);
-      return (x & 1) ? (near3 + sample(c, plane, i + 1, y) + 2) >> 2 : (near3 + sample(c, plane, i - 1, y) + 1) >> 2;
+    case JpegUpsample::kFull: return row(c, plane, y)[column(c, x)];
+    case JpegUpsample::kH2V1Fancy: {  // 3/4 nearer + 1/4 further sample, + 1 (even x) or 2 (odd x), / 4
+      const uint8_t* r = row(c, plane, y);
+      const int64_t i = x >> 1, other = (x & 1) ? i + 1 : i - 1;
+      return (3 * r[column(c, i)] + r[column(c, other)] + 1 + (x & 1)) >> 2;
     }
-    case JpegUpsample::kH1V2Fancy: {
+    case JpegUpsample::kH1V2Fancy: {  // the same down the column, + 1 (even y) or 2 (odd y)
+      const int64_t j = y >> 1, far = (y & 1) ? j + 1 : j - 1, i = column(c, x);
+      return (3 * row(c, plane, j)[i] + row(c, plane, far)[i] + 1 + (y & 1)) >> 2;
+    }
+    case JpegUpsample::kH2V2Fancy: {  // column sums 3 nearer + 1 further row, then across: + 8 (even x) or 7 (odd x), / 16
       const int64_t j = y >> 1, far = (y & 1) ? j + 1 : j - 1;
-      return (3 * sample(c, plane, x, j) + sample(c, plane, x, far) + ((y & 1) ? 2 : 1)) >> 2;
+      const int64_t i = x >> 1, other = (x & 1) ? i + 1 : i - 1;
+      const uint8_t *near_row = row(c, plane, j), *far_row = row(c, plane, far);
+      const int64_t ci = column(c, i), co = column(c, other);
+      const int32_t here = 3 * near_row[ci] + far_row[ci], there = 3 * near_row[co] + far_row[co];
+      return (3 * here + there + 8 - (x & 1)) >> 4;
     }
-    case JpegUpsample::kH2V2Fancy: {
-      const int64_t i = x >> 1, j = y >> 1, far = (y & 1) ? j + 1 : j - 1;
-      const int64_t other = (x & 1) ? i + 1 : i - 1;
-      const int32_t here = 3 * sample(c, plane, i, j) + sample(c, plane, i, far);
-      const int32_t there = 3 * sample(c, plane, other, j) + sample(c, plane, other, far);
-      return (3 * here + there + ((x & 1) ? 7 : 8)) >> 4;
-    }
-    default: return sample(c, plane, x / c.expand_h, y / c.expand_v);
+    default:
+      return row(c, plane, int32_t(y) / c.expand_v)[column(c, int32_t(x) / c.expand_h)];
   }
 }
 
 /// jdcolor.c's YCbCr -> RGB: R = Y + round(1.402 Cr'), G = Y + ((-0.34414 Cb' - 0.71414 Cr')
 /// in 16.16 fixed point, + 1/2, >> 16), B = Y + round(1.772 Cb'), with C' = C - 128, clamped.
-HDL_HOST_DEVICE inline void jpeg_ycc_to_rgb(int32_t y, int32_t cb, int32_t cr, uint8_t* rgb) {
+HDL_JPEG_FN void jpeg_ycc_to_rgb(int32_t y, int32_t cb, int32_t cr, uint8_t* rgb) {
   constexpr int32_t kHalf = 1 << 15;
   const int32_t xb = cb - 128, xr = cr - 128;
   const int32_t r = y + ((91881 * xr + kHalf) >> 16);                 // FIX(1.40200)
@@ -380,7 +393,7 @@ HDL_HOST_DEVICE inline void jpeg_ycc_to_rgb(int32_t y, int32_t cb, int32_t cr, u
 
 /// Where pixel (r, j) of a w x h stored window goes in the output, for EXIF orientation `o`
 /// (decode_window's write_window_row, pixel by pixel).
-HDL_HOST_DEVICE inline void jpeg_oriented(int32_t o, int64_t w, int64_t h, int64_t r, int64_t j, int64_t* oy, int64_t* ox) {
+HDL_JPEG_FN void jpeg_oriented(int32_t o, int64_t w, int64_t h, int64_t r, int64_t j, int64_t* oy, int64_t* ox) {
   switch (o) {
     case 2: *oy = r, *ox = w - 1 - j; break;
     case 3: *oy = h - 1 - r, *ox = w - 1 - j; break;
@@ -395,7 +408,7 @@ HDL_HOST_DEVICE inline void jpeg_oriented(int32_t o, int64_t w, int64_t h, int64
 
 /// Decodes output pixel (r, j) of image `g`'s window (row r, column j of the stored window)
 /// from the batch's sample planes and writes it to its place in `out` (the batch's output).
-HDL_HOST_DEVICE inline void jpeg_pixel(const JpegImageGeometry& g, const uint8_t* samples, int64_t r, int64_t j,
+HDL_JPEG_FN void jpeg_pixel(const JpegImageGeometry& g, const uint8_t* samples, int64_t r, int64_t j,
                                        uint8_t* out) {
   const int64_t x = int64_t(g.x0) + j, y = int64_t(g.y0) + r;
   uint8_t rgb[3];
@@ -429,7 +442,7 @@ HDL_HOST_DEVICE inline void jpeg_pixel(const JpegImageGeometry& g, const uint8_t
 
 /// The image whose [begin, next begin) range holds `n`: a binary search over the batch's images
 /// by their first block (by_pixels false) or first pixel (true).
-HDL_HOST_DEVICE inline int32_t jpeg_image_of(const JpegImageGeometry* images, int32_t count, int64_t n, bool by_pixels) {
+HDL_JPEG_FN int32_t jpeg_image_of(const JpegImageGeometry* images, int32_t count, int64_t n, bool by_pixels) {
   int32_t lo = 0, hi = count - 1;
   while (lo < hi) {
     const int32_t mid = (lo + hi + 1) / 2;
@@ -444,7 +457,7 @@ struct JpegBlockRef {
   const JpegComponentGeometry* comp;
   int64_t bx, by;  ///< in the rectangle held
 };
-HDL_HOST_DEVICE inline JpegBlockRef jpeg_block(const JpegImageGeometry& g, int64_t n) {
+HDL_JPEG_FN JpegBlockRef jpeg_block(const JpegImageGeometry& g, int64_t n) {
   int c = 0;
   while (c + 1 < g.components && g.comp[c + 1].block_begin <= n) ++c;
   const JpegComponentGeometry& comp = g.comp[c];
