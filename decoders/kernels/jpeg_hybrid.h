@@ -9,9 +9,12 @@
 //     component and the DCT scale: jidctint.c's jpeg_idct_islow (8x8, the LL&M algorithm with
 //     CONST_BITS 13, PASS1_BITS 2) and jidctred.c's reduced transforms jpeg_idct_4x4 (scale
 //     1/2), jpeg_idct_2x2 (1/4) and jpeg_idct_1x1 (1/8), column pass then row pass, 64-bit
-//     intermediates and a 32-bit workspace as libjpeg's C code has them (JLONG, int), and its
-//     post-IDCT range limit (a 1024-entry wrap-around table: out-of-range values wrap, they
-//     are not clamped). These are the only scaled sizes the fused path uses: it asks libjpeg for
+//     intermediates and a 32-bit workspace as libjpeg's C code has them (JLONG, int), the
+//     post-IDCT range limit as its SIMD code (what the CPU path runs) does it: saturating for
+//     8x8, 4x4, 2x2, wrapping for 1x1 (C only). Where libjpeg-turbo's SIMD works in 16 bits
+//     (dequantised coefficients and first-pass outputs beyond +-32767: never in a natural
+//     image) it may differ from its own C code and from this; docs/CUDA.md gives the measured
+//     bounds. These are the only scaled sizes the fused path uses: it asks libjpeg for
 //     scale_num/scale_denom = 1/1, 1/2, 1/4, 1/8 (decoders/detail/decode_window.cc), and
 //     libjpeg's jdmaster.c then gives each component 8, 4, 2 or 1 (a subsampled component may
 //     get a larger size than the luma, in place of upsampling);
@@ -137,10 +140,16 @@ inline constexpr int kPass1Bits = 2;
 // DESCALE: divide by 2^n rounding half up (arithmetic shift of the biased value).
 HDL_JPEG_FN int64_t descale(int64_t x, int n) { return (x + (int64_t(1) << (n - 1))) >> n; }
 
-// libjpeg's post-IDCT range limit: range_limit[(int)x & RANGE_MASK], a table of 1024 entries
-// (RANGE_MASK 0x3FF) from the sample centre: -128..127 around the centre give 0..255, farther
-// values saturate within +-512 of it and wrap beyond (the table repeats every 1024).
-HDL_JPEG_FN uint8_t idct_limit(int64_t x) {
+// The post-IDCT range limit: the value plus the sample centre (128), limited to 0..255. As
+// libjpeg-turbo's SIMD IDCTs do it (islow, 4x4, 2x2: packssdw, packsswb, + 128, saturating on
+// x86-64 SSE2 / AVX2 and Arm Neon), which is what the CPU path runs. Its C code looks the value
+// up in a 1024-entry table that wraps beyond +-512 of the centre; the two differ only for
+// coefficients no natural image has (see docs/CUDA.md, "Hybrid decode").
+HDL_JPEG_FN uint8_t idct_saturate(int64_t x) {
+  return static_cast<uint8_t>(x < -128 ? 0 : x > 127 ? 255 : x + 128);
+}
+// jpeg_idct_1x1 has no SIMD version: its C table (range_limit[x & 1023], wrapping) applies.
+HDL_JPEG_FN uint8_t idct_wrap(int64_t x) {
   int32_t v = static_cast<int32_t>(x & 1023);
   v = (v ^ 512) - 512 + 128;  // the 10-bit value, sign-extended, plus the centre
   return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
@@ -274,7 +283,7 @@ HDL_JPEG_FN void jpeg_idct_row(int size, const int32_t* ws, const int16_t* coef,
   const int32_t* w = ws + 8 * row;
   if (size == 8) {
     if (w[1] == 0 && w[2] == 0 && w[3] == 0 && w[4] == 0 && w[5] == 0 && w[6] == 0 && w[7] == 0) {
-      const uint8_t dc = idct_limit(descale(w[0], kPass1Bits + 3));
+      const uint8_t dc = idct_saturate(descale(w[0], kPass1Bits + 3));
       for (int k = 0; k < 8; ++k) out[k] = dc;
       return;
     }
@@ -282,17 +291,17 @@ HDL_JPEG_FN void jpeg_idct_row(int size, const int32_t* ws, const int16_t* coef,
     islow_even(w[0], w[2], w[4], w[6], e);
     islow_odd(w[7], w[5], w[3], w[1], o);
     constexpr int n = kConstBits + kPass1Bits + 3;
-    out[0] = idct_limit(descale(e[0] + o[3], n));
-    out[7] = idct_limit(descale(e[0] - o[3], n));
-    out[1] = idct_limit(descale(e[1] + o[2], n));
-    out[6] = idct_limit(descale(e[1] - o[2], n));
-    out[2] = idct_limit(descale(e[2] + o[1], n));
-    out[5] = idct_limit(descale(e[2] - o[1], n));
-    out[3] = idct_limit(descale(e[3] + o[0], n));
-    out[4] = idct_limit(descale(e[3] - o[0], n));
+    out[0] = idct_saturate(descale(e[0] + o[3], n));
+    out[7] = idct_saturate(descale(e[0] - o[3], n));
+    out[1] = idct_saturate(descale(e[1] + o[2], n));
+    out[6] = idct_saturate(descale(e[1] - o[2], n));
+    out[2] = idct_saturate(descale(e[2] + o[1], n));
+    out[5] = idct_saturate(descale(e[2] - o[1], n));
+    out[3] = idct_saturate(descale(e[3] + o[0], n));
+    out[4] = idct_saturate(descale(e[3] - o[0], n));
   } else if (size == 4) {
     if (w[1] == 0 && w[2] == 0 && w[3] == 0 && w[5] == 0 && w[6] == 0 && w[7] == 0) {
-      const uint8_t dc = idct_limit(descale(w[0], kPass1Bits + 3));
+      const uint8_t dc = idct_saturate(descale(w[0], kPass1Bits + 3));
       for (int k = 0; k < 4; ++k) out[k] = dc;
       return;
     }
@@ -302,23 +311,23 @@ HDL_JPEG_FN void jpeg_idct_row(int size, const int32_t* ws, const int16_t* coef,
     int64_t o0, o2;
     red4_odd(w[7], w[5], w[3], w[1], &o0, &o2);
     constexpr int n = kConstBits + kPass1Bits + 3 + 1;
-    out[0] = idct_limit(descale(t10 + o2, n));
-    out[3] = idct_limit(descale(t10 - o2, n));
-    out[1] = idct_limit(descale(t12 + o0, n));
-    out[2] = idct_limit(descale(t12 - o0, n));
+    out[0] = idct_saturate(descale(t10 + o2, n));
+    out[3] = idct_saturate(descale(t10 - o2, n));
+    out[1] = idct_saturate(descale(t12 + o0, n));
+    out[2] = idct_saturate(descale(t12 - o0, n));
   } else if (size == 2) {
     if (w[1] == 0 && w[3] == 0 && w[5] == 0 && w[7] == 0) {
-      const uint8_t dc = idct_limit(descale(w[0], kPass1Bits + 3));
+      const uint8_t dc = idct_saturate(descale(w[0], kPass1Bits + 3));
       out[0] = out[1] = dc;
       return;
     }
     const int64_t t10 = int64_t(w[0]) * (int64_t(1) << (kConstBits + 2));
     const int64_t t0 = red2_odd(w[7], w[5], w[3], w[1]);
     constexpr int n = kConstBits + kPass1Bits + 3 + 2;
-    out[0] = idct_limit(descale(t10 + t0, n));
-    out[1] = idct_limit(descale(t10 - t0, n));
+    out[0] = idct_saturate(descale(t10 + t0, n));
+    out[1] = idct_saturate(descale(t10 - t0, n));
   } else {
-    out[0] = idct_limit(descale(dequant(coef, q, 0), 3));
+    out[0] = idct_wrap(descale(dequant(coef, q, 0), 3));
   }
 }
 

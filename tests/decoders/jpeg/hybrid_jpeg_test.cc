@@ -424,6 +424,97 @@ TEST(HybridJpeg, EqualsJpegDecoderForOrientationColourAndMcuEdges) {
   std::cout << compared << " decodes equal JpegDecoder's\n";
 }
 
+// --- Synthetic blocks: the IDCTs' range ------------------------------------------------------
+
+// A JPEG written from coefficients (jpeg_write_coefficients): every block random, a `density`
+// share of its AC coefficients up to `cmax` in magnitude (DC always), every table entry `q`;
+// gray or YCbCr with luma sampled h x v.
+std::vector<uint8_t> synthetic_jpeg(int W, int H, int ncomp, int h, int v, int q, int cmax, double density,
+                                    uint32_t seed) {
+  jpeg_compress_struct c{};
+  jpeg_error_mgr e{};
+  c.err = jpeg_std_error(&e);
+  jpeg_create_compress(&c);
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &buf, &size);
+  c.image_width = JDIMENSION(W);
+  c.image_height = JDIMENSION(H);
+  c.input_components = ncomp;
+  c.in_color_space = ncomp == 1 ? JCS_GRAYSCALE : JCS_YCbCr;
+  jpeg_set_defaults(&c);
+  c.optimize_coding = TRUE;
+  if (ncomp == 3) c.comp_info[0].h_samp_factor = h, c.comp_info[0].v_samp_factor = v;
+  unsigned int table[64];
+  std::fill(table, table + 64, unsigned(q));
+  jpeg_add_quant_table(&c, 0, table, 100, TRUE);
+  jpeg_add_quant_table(&c, 1, table, 100, TRUE);
+  std::vector<jvirt_barray_ptr> arrays(size_t(ncomp), nullptr);
+  const int max_h = ncomp == 3 ? h : 1, max_v = ncomp == 3 ? v : 1;
+  for (int k = 0; k < ncomp; ++k) {
+    const int kh = k == 0 ? max_h : 1, kv = k == 0 ? max_v : 1;
+    const int64_t wb = ceil_div(ceil_div(int64_t(W) * kh, 8 * max_h), kh) * kh;
+    const int64_t hb = ceil_div(ceil_div(int64_t(H) * kv, 8 * max_v), kv) * kv;
+    arrays[size_t(k)] = (*c.mem->request_virt_barray)(reinterpret_cast<j_common_ptr>(&c), JPOOL_IMAGE, TRUE,
+                                                       JDIMENSION(wb), JDIMENSION(hb), JDIMENSION(kv));
+  }
+  jpeg_write_coefficients(&c, arrays.data());
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> coin(0, 1);
+  std::uniform_int_distribution<int> value(-cmax, cmax), dc(-std::min(cmax, 1023), std::min(cmax, 1023));
+  for (int k = 0; k < ncomp; ++k) {
+    const jpeg_component_info& ci = c.comp_info[k];
+    const JDIMENSION rows = JDIMENSION(ceil_div(ci.height_in_blocks, ci.v_samp_factor) * ci.v_samp_factor);
+    const JDIMENSION cols = JDIMENSION(ceil_div(ci.width_in_blocks, ci.h_samp_factor) * ci.h_samp_factor);
+    for (JDIMENSION y = 0; y < rows; ++y) {
+      JBLOCKARRAY row = (*c.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&c), arrays[size_t(k)], y, 1, TRUE);
+      for (JDIMENSION x = 0; x < cols; ++x)
+        for (int i = 0; i < 64; ++i) row[0][x][i] = JCOEF(i == 0 ? dc(rng) : coin(rng) < density ? value(rng) : 0);
+    }
+  }
+  jpeg_finish_compress(&c);
+  std::vector<uint8_t> out(buf, buf + size);
+  std::free(buf);
+  jpeg_destroy_compress(&c);
+  return out;
+}
+
+// Blocks far from a photo's (noise at every frequency, values clipped to 0 and 255 everywhere)
+// with dequantised coefficients up to 1024 on 30% of the positions: the host twin equals the
+// CPU path (libjpeg-turbo's SIMD IDCTs, whose range limit saturates) at every scale and in
+// every layout here. Past that, libjpeg-turbo's 16-bit SIMD arithmetic saturates and wraps
+// where its C code (and the twin) does not: measured first differences at 2048 (docs/CUDA.md).
+TEST(HybridJpeg, SyntheticBlocksEqualLibjpegUpToItsSimdRange) {
+  auto ref = make_jpeg_decoder();
+  HybridJpegDecoder hybrid;
+  struct Layout {
+    int ncomp, h, v;
+  } layouts[] = {{1, 1, 1}, {3, 2, 2}, {3, 2, 1}, {3, 1, 2}, {3, 1, 1}, {3, 4, 1}};
+  int64_t values = 0, differing = 0;
+  uint32_t seed = 0;
+  for (const Layout& l : layouts)
+    for (int q : {1, 4, 16, 64, 255})
+      for (int cmax : {8, 64, 1023}) {
+        if (int64_t(q) * std::min(cmax, 1023) > 1024) continue;
+        const std::vector<uint8_t> bytes = synthetic_jpeg(61, 45, l.ncomp, l.h, l.v, q, cmax, 0.3, ++seed);
+        for (int d : {1, 2, 4, 8}) {
+          DecodeRequest req;
+          req.min_width = ceil_div(61, d);
+          req.min_height = ceil_div(45, d);
+          auto want = testing::decode_with(*ref, bytes, req);
+          ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+          auto got = hybrid_decode(hybrid, bytes, req);
+          ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+          const int64_t bad = differing_pixels(*got, *want);
+          EXPECT_EQ(bad, 0) << "layout " << l.ncomp << " " << l.h << "x" << l.v << " q " << q << " cmax " << cmax
+                            << " at 1/" << d;
+          values += int64_t(want->px.size());
+          differing += bad;
+        }
+      }
+  std::cout << values << " values of synthetic blocks compared, " << differing << " pixels differ\n";
+}
+
 // --- The batch: layout, numbering, one host twin call for many images ---------------------------
 
 TEST(HybridJpeg, ABatchOfManyImagesEqualsTheirSingleDecodes) {
