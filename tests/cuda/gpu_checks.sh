@@ -12,9 +12,11 @@
 # benchmarks.
 # STEPS (default all): a comma-separated subset of
 #   correctness, in parallel:  ctest (CTest label gpu), memcheck, racecheck, synccheck
-#                              (compute-sanitizer over the mixed stage, the gpu stage and NVDEC),
+#                              (compute-sanitizer over the mixed stage, the gpu stage, NVDEC and
+#                              the hybrid JPEG kernels),
 #                              pytest (the Python gpu tests)
-#   benchmarks, one at a time: bench (samples/benchmark/gpu_bench.py: the JPEG targets), train
+#   benchmarks, one at a time: hybrid (the hybrid JPEG kernels vs their host twin, batch times),
+#                              bench (samples/benchmark/gpu_bench.py: the JPEG targets), train
 #                              (samples/train_resnet.py, ResNet-50 and -18, four inputs), hdlbench
 #                              (hdl-bench resnet-train cpu / cuda (CPU decode) / cuda with the
 #                              hardware JPEG engines),
@@ -61,7 +63,7 @@ PY
 }
 
 # Correctness, in parallel (the GPU is shared; none of these measures time).
-filter='PipelineGpuTest.GpuStage*:PipelineGpuTest.Released*:PipelineGpuTest.MixedStage*:NvjpegHardwareGpuTest.*:VideoGpuTest.*'
+filter='PipelineGpuTest.GpuStage*:PipelineGpuTest.Released*:PipelineGpuTest.MixedStage*:NvjpegHardwareGpuTest.*:VideoGpuTest.*:HybridJpegGpuTest.*Layout*:HybridJpegGpuTest.Refuses*'
 want ctest && run ctest 150 ctest --test-dir "$build" -L gpu --output-on-failure -j 4 &
 for tool in memcheck racecheck synccheck; do
   want $tool && run $tool 150 compute-sanitizer --tool $tool --error-exitcode 3 "$build/tests/cuda/cuda_gpu_test" \
@@ -72,7 +74,7 @@ want pytest && run pytest 150 python3 -m pytest tests/python/test_gpu_stage.py t
 wait
 if want ctest; then
   say "  ctest: $(grep -E 'tests passed|tests failed' "$logs/ctest.log")"
-  grep -E '^\[ (nvjpeg|nvdec|video|yuv|bound)' "$logs/ctest.log" | sort -u | head -40 | tee -a "$summary"
+  grep -E '^\[ (nvjpeg|nvdec|video|yuv|bound|hybrid)' "$logs/ctest.log" | sort -u | head -40 | tee -a "$summary"
   grep -E '\(Failed\)|\(Timeout\)|\(SEGFAULT\)|Exception' "$logs/ctest.log" | tee -a "$summary"
 fi
 for tool in memcheck racecheck synccheck; do
@@ -81,6 +83,11 @@ done
 want pytest && say "  pytest: $(grep -E 'passed|failed|error' "$logs/pytest.log" | tail -1)"
 
 # Benchmarks, one at a time.
+if want hybrid; then
+  # The hybrid JPEG decode's kernels against their host twin (also in ctest), with its batch times.
+  run hybrid 60 "$build/tests/cuda/cuda_gpu_test" --gtest_filter='HybridJpegGpuTest.*'
+  grep -E '^\[ hybrid|FAILED|differ' "$logs/hybrid.log" | tee -a "$summary"
+fi
 if want bench; then
   run bench 90 python3 samples/benchmark/gpu_bench.py --root "$train" --files 7680 --epochs 3 \
     --modes ${HDL_GPU_BENCH_MODES:-cpu,gpu,gpu-hw,hw-alone,tv-gpu,torch-dl}
