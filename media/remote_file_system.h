@@ -155,7 +155,3 @@ class RemoteFileSystem : public FileSystem {
 }  // namespace hdl
 HDL_API_END
 
-// The stores, for code that included this header for them before they had their own headers.
-#include "media/http_file_system.h"   // IWYU pragma: export
-#include "media/s3_file_system.h"     // IWYU pragma: export
-#include "media/url_file_system.h"    // IWYU pragma: export
