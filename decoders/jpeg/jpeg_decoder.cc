@@ -1,4 +1,4 @@
-#include "decoders/jpeg_decoder.h"
+#include "decoders/jpeg/jpeg_decoder.h"
 
 // clang-format off: jpeglib.h needs <cstdio> first.
 #include <csetjmp>
@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "decoders/jpeg_index.h"
+#include "decoders/jpeg/jpeg_index.h"
 
 #include "decoders/detail/decode_window.h"
 #include "decoders/detail/image_header.h"
@@ -314,8 +314,8 @@ class JpegDecoder final : public ImageDecoder {
     return true;
   }
 
-  // The region through the file's entry-point index (decoders/jpeg_index.h): a JPEG of just the
-  // MCUs around the window, decoded like any other. nullopt when the index does not apply or
+  // The region through the file's entry-point index (decoders/jpeg/jpeg_index.h): a JPEG of just
+  // the MCUs around the window, decoded like any other. nullopt when the index does not apply or
   // something about it fails (the caller then decodes the file itself; `*header_replaced` says
   // whether libjpeg must re-read the file's header first).
   std::optional<Result<DecodeReport>> decode_indexed(std::span<const uint8_t> data, const DecodeRequest& request,

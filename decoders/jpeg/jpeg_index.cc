@@ -1,4 +1,4 @@
-#include "decoders/jpeg_index.h"
+#include "decoders/jpeg/jpeg_index.h"
 
 #include <algorithm>
 #include <bit>

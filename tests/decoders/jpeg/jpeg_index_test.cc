@@ -1,7 +1,7 @@
-// decoders/jpeg_index.cc: region decodes through the entry-point index give exactly the pixels
+// decoders/jpeg/jpeg_index.cc: region decodes through the entry-point index give exactly the pixels
 // of a full decode, on every chroma layout of the corpus and on the ImageNet-like photos; files
 // it cannot index, replaced files, a spent budget and corrupt files all decode as without it.
-#include "decoders/jpeg_index.h"
+#include "decoders/jpeg/jpeg_index.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <random>
 #include <set>
 
-#include "decoders/jpeg_decoder.h"
+#include "decoders/jpeg/jpeg_decoder.h"
 #include "tests/decoders/decoder_test_util.h"
 
 namespace hdl::testing {
