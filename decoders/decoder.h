@@ -25,7 +25,7 @@
 HDL_API_BEGIN
 namespace hdl {
 
-class JpegIndexCache;  // decoders/jpeg/jpeg_index.h
+class JpegIndexCache;  // decoders/jpeg/index_cache.h
 
 /// Pixel format of decoded output (always interleaved HWC uint8).
 enum class ColorFormat : uint8_t {

@@ -23,7 +23,10 @@
 #include <string_view>
 #include <vector>
 
+#include "decoders/jpeg/index_cache.h"
 #include "decoders/jpeg/jpeg_index.h"
+#include "decoders/jpeg/jpeg_window.h"
+#include "decoders/jpeg/window_entropy.h"
 
 #include "decoders/detail/decode_window.h"
 #include "decoders/detail/image_header.h"

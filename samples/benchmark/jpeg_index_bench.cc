@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "decoders/jpeg/jpeg_index.h"
+#include "decoders/jpeg/jpeg_window.h"
+#include "decoders/jpeg/window_entropy.h"
 
 using namespace hdl;
 
