@@ -25,7 +25,7 @@
 HDL_API_BEGIN
 namespace hdl {
 
-class JpegIndexCache;  // decoders/jpeg_index.h
+class JpegIndexCache;  // decoders/jpeg/index_cache.h
 
 /// Pixel format of decoded output (always interleaved HWC uint8).
 enum class ColorFormat : uint8_t {
@@ -88,7 +88,7 @@ struct DecodeRequest {
   /// view into a wider buffer. Lets a region decoder (libjpeg widens a crop to whole blocks)
   /// write rows in place instead of copying them through a scratch row. 0: only the view.
   int64_t slack_columns = 0;
-  /// Entry-point indexes shared across decodes (decoders/jpeg_index.h) and this file's key in
+  /// Entry-point indexes shared across decodes (decoders/jpeg/jpeg_index.h) and this file's key in
   /// them (e.g. its dataset index; the bytes are fingerprinted too). With both, a region decode
   /// of a baseline JPEG skips the Huffman decoding outside the region once the file has been
   /// indexed (the first region decode of a file builds its index). nullptr: no index.

@@ -2,7 +2,7 @@
 // adding a line here (no static registration).
 #include "decoders/decoder.h"
 #include "decoders/ffmpeg_image_decoder.h"
-#include "decoders/jpeg_decoder.h"
+#include "decoders/jpeg/jpeg_decoder.h"
 
 namespace hdl {
 namespace {

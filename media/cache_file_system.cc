@@ -12,6 +12,7 @@
 
 #include "media/detail/cache_dir.h"
 #include "media/detail/http_client.h"
+#include "media/url_file_system.h"
 
 namespace hdl {
 namespace {

@@ -1,15 +1,17 @@
-// Remote file systems behind the FileSystem seam (media/file_system.h): datasets in object
-// stores and behind HTTP, so every path the loader takes (file lists, shard specs, hdl-bench's
-// DATA, Python) may be a URL.
+// The contract of remote file systems: datasets in object stores and behind HTTP, behind the
+// FileSystem seam (media/file_system.h), so every path the loader takes (file lists, shard
+// specs, hdl-bench's DATA, Python) may be a URL. This header holds what every store shares:
+// RemoteOptions (how requests are made), RemoteStats (their counters) and RemoteFileSystem
+// (FileSystem + stats() + list()). Each store has its own header:
 //
-//   http://host/path, https://host/path   http_file_system(): open = HEAD (size; Last-Modified,
-//                                         else a hash of the ETag, as the stamp), read = a range
-//                                         GET ("Range: bytes=a-b")
-//   s3://bucket/key                       s3_file_system(): the same over S3's REST API, signed
-//                                         with AWS Signature V4 by libcurl (CURLOPT_AWS_SIGV4)
-//   anything else                         posix_file_system()
-// url_file_system() dispatches on the scheme; the pipeline uses it when
-// PipelineOptions::file_system is null.
+//   http://host/path, https://host/path   media/http_file_system.h: open = HEAD (size, ETag,
+//                                         Last-Modified), read = a range GET of that version
+//   s3://bucket/key                       media/s3_file_system.h: the same over S3's REST API,
+//                                         signed with AWS Signature V4 by libcurl
+//   (the router)                          media/url_file_system.h: url_file_system() picks the
+//                                         store by the URL's scheme from one table, and
+//                                         default_file_system() is the process-wide one
+// How to add a store (GCS's XML API, Azure Blob, ...): media/README.md, "Adding a store".
 //
 // Transport (media/detail/http_client.h): libcurl, which no public header includes. Connection
 // pool: a stack of curl easy handles under a mutex; a request takes one (or makes one), and
@@ -22,22 +24,24 @@
 // at a time (HDL_HTTP_MAX_IN_FLIGHT, default 32; 0: off), with at most prefetch_bytes
 // (HDL_HTTP_PREFETCH_BYTES, 64 MiB) fetched and not yet read; a read() inside such a range
 // waits for it instead of asking again (media/detail/remote_file.h). Background requests
-// have the same retries, deadlines and counters as the others; a failed one is dropped and the
-// read makes its own request, so errors are reported by read() as always. TLS peers are always verified
+// have the same retries, deadlines and counters as the others. TLS peers are always verified
 // (RemoteOptions::ca_bundle names another CA file; there is no switch to turn verification
-// off).
+// off). Redirects are followed by the client (at most 5, never https -> http, credentials only
+// to their own origin: media/detail/http_client.h). An object is read as it was opened: range
+// reads carry its ETag (If-Match) and are checked against its size.
 //
 // Faults: an attempt that fails with a connection error (refused, reset, nothing received), a
 // timeout (its adaptive deadline, see RemoteOptions::adaptive_timeout; request_timeout_ms; or
 // less than low_speed_bytes_per_s for low_speed_time_s), an HTTP 5xx or 429 (S3's SlowDown is
 // a 503), or a body shorter than asked for (a short body is never returned as data) is
-// retried after an exponential backoff with full jitter, until max_attempts or
-// total_timeout_ms. The first retry after a transport failure (a drop, a cut body, a stall)
-// goes at once, on a new connection: the server did not ask for less; 5xx and 429 back off
-// from the first retry. Other 4xx fail at once;
-// S3's authentication errors (InvalidAccessKeyId, SignatureDoesNotMatch, ...) say where the
-// credentials came from. Every error names the URL (never a query string's signature or a
-// secret), the HTTP status and, for S3, the error code from the XML body.
+// retried after an exponential backoff with full jitter, until max_attempts,
+// total_timeout_ms, or silence_timeout_ms without a byte from the server. The first retry
+// after a transport failure (a drop, a cut body, a stall) goes at once, on a new connection:
+// the server did not ask for less; 5xx and 429 back off from the first retry. Other 4xx fail
+// at once; S3's authentication errors (InvalidAccessKeyId, SignatureDoesNotMatch, ...) say
+// where the credentials came from. Every error names the URL (never a query string's
+// signature or a secret: media/text.h), the HTTP status and, for S3, the error code from the
+// XML body. Work a pipeline drops cancels its requests (media/cancel.h).
 //
 // Thread safety: everything here may be called from any number of threads; stats() are
 // relaxed atomic counters, consistent enough for reports.
@@ -148,51 +152,6 @@ class RemoteFileSystem : public FileSystem {
   virtual Result<std::vector<RemoteObject>> list(const std::string& prefix) = 0;
 };
 
-/// http:// and https:// URLs. open() of anything else: kInvalidArgument.
-std::shared_ptr<RemoteFileSystem> http_file_system(const RemoteOptions& options = RemoteOptions());
-
-/// Where S3 requests go and how they are signed. s3_config_from_environment() fills it the way
-/// the AWS CLI does.
-struct S3Config {
-  std::string region = "us-east-1";
-  /// "": AWS (virtual-hosted "https://<bucket>.s3.<region>.amazonaws.com/<key>"); else an
-  /// S3-compatible store's base URL ("http://127.0.0.1:9000"), addressed path-style
-  /// ("<endpoint>/<bucket>/<key>").
-  std::string endpoint;
-  std::string access_key_id;      ///< "": anonymous (unsigned) requests
-  std::string secret_access_key;  ///< never printed
-  std::string session_token;      ///< sent as x-amz-security-token when set; never printed
-  /// Where the credentials came from, for messages: "the environment (AWS_ACCESS_KEY_ID)",
-  /// "profile \"default\" in /home/u/.aws/credentials", "none (anonymous requests)".
-  std::string credentials_source = "none (anonymous requests)";
-};
-
-/// Credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN), else the
-/// profile AWS_PROFILE (default "default") in AWS_SHARED_CREDENTIALS_FILE (default
-/// ~/.aws/credentials), else anonymous. Region: AWS_REGION, AWS_DEFAULT_REGION, the profile's
-/// region in AWS_CONFIG_FILE (default ~/.aws/config), else us-east-1. Endpoint:
-/// AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL. Errors: kInvalidArgument for a half-set key pair
-/// or a named profile (AWS_PROFILE) that no file holds.
-Result<S3Config> s3_config_from_environment();
-
-/// s3:// URLs, signed per `config`.
-std::shared_ptr<RemoteFileSystem> s3_file_system(const S3Config& config,
-                                                 const RemoteOptions& options = RemoteOptions());
-
-/// True for "http://", "https://" and "s3://" paths (case-insensitive scheme).
-bool is_remote_url(std::string_view path);
-
-/// Dispatches on the scheme: s3:// to an S3 file system made on first use from
-/// s3_config_from_environment() (its error is then open()'s), http(s):// to an HTTP one, the
-/// rest to `local`. stats() and list() are the remote ones' (summed).
-std::shared_ptr<RemoteFileSystem> url_file_system(const RemoteOptions& options = RemoteOptions::from_environment(),
-                                                  std::shared_ptr<FileSystem> local = posix_file_system());
-
-/// The one process-wide url_file_system() (options from the environment when first called),
-/// under a local cache when HDL_CACHE_DIR names one (CacheOptions::from_environment(),
-/// media/cache_file_system.h): what the pipeline reads through when
-/// PipelineOptions::file_system is null and PipelineOptions::cache names no directory.
-std::shared_ptr<RemoteFileSystem> default_file_system();
-
 }  // namespace hdl
 HDL_API_END
+

@@ -1,4 +1,4 @@
-// s3_file_system() and s3_config_from_environment() (media/remote_file_system.h): S3's REST API
+// s3_file_system() and s3_config_from_environment() (media/s3_file_system.h): S3's REST API
 // (HEAD / range GET of an object, ListObjectsV2) over media/detail/http_client.cc, signed by
 // libcurl's AWS Signature V4 (CURLOPT_AWS_SIGV4); no hand-written signing.
 #include <cstdlib>
@@ -8,7 +8,7 @@
 
 #include "media/detail/remote_file.h"
 #include "media/detail/response_parse.h"
-#include "media/remote_file_system.h"
+#include "media/s3_file_system.h"
 
 namespace hdl {
 namespace {

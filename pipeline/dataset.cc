@@ -12,7 +12,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "media/remote_file_system.h"
+#include "media/url_file_system.h"
 #include "pipeline/errors.h"
 
 namespace hdl {

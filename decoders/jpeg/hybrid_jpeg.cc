@@ -15,8 +15,11 @@
 
 #include "decoders/detail/decode_window.h"
 #include "decoders/detail/image_header.h"
-#include "decoders/jpeg_index.h"
-#include "decoders/kernels/cuda/jpeg_hybrid.h"
+#include "decoders/jpeg/detail/libjpeg_errors.h"
+#include "decoders/jpeg/index_cache.h"
+#include "decoders/jpeg/jpeg_index.h"
+#include "decoders/jpeg/jpeg_window.h"
+#include "decoders/jpeg/window_entropy.h"
 
 namespace hdl {
 namespace {
@@ -26,80 +29,17 @@ using kernels::JpegImageGeometry;
 using kernels::JpegTransform;
 using kernels::JpegUpsample;
 
-// libjpeg's errors longjmp back to the setjmp of the call that entered libjpeg; warnings are
-// recorded (as JpegDecoder does: nothing printed, exit() never called).
-struct ErrorState {
-  jpeg_error_mgr pub;  // first: libjpeg casts cinfo->err to it
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-  int code = 0;
-  char warning[JMSG_LENGTH_MAX];
-  bool data_lost = false;
-  int warnings = 0;
-  int max_scans = 0;
-  bool over_limit = false;
-  void reset() {
-    message[0] = warning[0] = '\0';
-    code = 0;
-    data_lost = over_limit = false;
-    warnings = 0;
-    pub.num_warnings = 0;
-  }
-};
-
-ErrorState* state(j_common_ptr cinfo) { return reinterpret_cast<ErrorState*>(cinfo->err); }
-
-void on_error_exit(j_common_ptr cinfo) {
-  ErrorState* s = state(cinfo);
-  s->code = s->pub.msg_code;
-  (*s->pub.format_message)(cinfo, s->message);
-  longjmp(s->jump, 1);
-}
-
-void on_emit_message(j_common_ptr cinfo, int level) {
-  if (level >= 0) return;
-  ErrorState* s = state(cinfo);
-  bool lost = false;
-  switch (s->pub.msg_code) {
-    case JWRN_HIT_MARKER: case JWRN_JPEG_EOF: case JWRN_HUFF_BAD_CODE: case JWRN_MUST_RESYNC:
-    case JWRN_NOT_SEQUENTIAL: case JWRN_BOGUS_PROGRESSION: case JWRN_ARITH_BAD_CODE:
-      lost = true;
-      break;
-    default:
-      break;
-  }
-  if (s->warnings++ == 0 || (lost && !s->data_lost)) (*s->pub.format_message)(cinfo, s->warning);
-  s->data_lost |= lost;
-  ++s->pub.num_warnings;
-}
-
-void on_output_message(j_common_ptr) {}
-
-void on_progress(j_common_ptr cinfo) {
-  auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
-  ErrorState* s = state(cinfo);
-  if (s->max_scans > 0 && d->input_scan_number > s->max_scans) {
-    std::snprintf(s->message, sizeof(s->message), "too many scans: more than max_scans (%d)", s->max_scans);
-    s->code = JMSG_LASTMSGCODE;
-    s->over_limit = true;
-    longjmp(s->jump, 1);
-  }
-}
-
-bool is_unsupported(int code) {
-  switch (code) {
-    case JERR_BAD_PRECISION: case JERR_SOF_UNSUPPORTED: case JERR_NOT_COMPILED:
-    case JERR_ARITH_NOTIMPL: case JERR_CONVERSION_NOTIMPL: case JERR_NOTIMPL:
-      return true;
-    default:
-      return false;
-  }
-}
+using detail::jpeg::ErrorState;
+using detail::jpeg::is_unsupported;
+using detail::jpeg::on_emit_message;
+using detail::jpeg::on_error_exit;
+using detail::jpeg::on_output_message;
+using detail::jpeg::on_progress;
 
 Status unsupported(const std::string& what) { return Status::unsupported("hybrid jpeg: " + what); }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-size_t align256(size_t n) { return (n + 255) / 256 * 256; }
+size_t align256(size_t n) { return (n + 255) / 256 * 256; }  // each sample plane 256-byte aligned
 
 // libjpeg-turbo's block smoothing (jdcoefct.c smoothing_ok) applies to a progressive file whose
 // scans leave any of the first nine AC coefficients of a component not fully refined (when
@@ -472,86 +412,6 @@ Result<DecodeReport> HybridJpegDecoder::decode_host(std::span<const uint8_t> dat
   report.scale_denom = p.scale_denom;
   if (m.err.warnings > 0) report.warning = m.err.warning;
   return report;
-}
-
-// --- HybridJpegBatch --------------------------------------------------------------------------
-
-void HybridJpegBatch::clear() {
-  images_.clear();
-  blocks_ = pixels_ = sample_bytes_ = 0;
-}
-
-int HybridJpegBatch::add(const HybridJpegPlan& plan, int64_t out_offset, int64_t row_stride, int64_t pixel_stride) {
-  JpegImageGeometry g = plan.geometry;
-  const int index = size();
-  for (int c = 0; c < g.components; ++c) {
-    g.comp[c].block_begin += blocks_;
-    g.comp[c].sample_offset += sample_bytes_;
-    g.comp[c].quant = index * kernels::kJpegMaxComponents + c;
-  }
-  g.block_begin = blocks_;
-  g.pixel_begin = pixels_;
-  g.out_offset = out_offset;
-  g.out_row_stride = row_stride;
-  g.out_pixel_stride = pixel_stride;
-  blocks_ += plan.blocks;
-  pixels_ += int64_t(g.width) * g.height;
-  sample_bytes_ += int64_t(align256(size_t(plan.sample_bytes)));
-  images_.push_back(g);
-  return index;
-}
-
-size_t HybridJpegBatch::quant_offset() const { return align256(images_.size() * sizeof(JpegImageGeometry)); }
-size_t HybridJpegBatch::coef_offset() const {
-  return quant_offset() + align256(images_.size() * kernels::kJpegMaxComponents * 64 * sizeof(uint16_t));
-}
-size_t HybridJpegBatch::upload_bytes() const { return coef_offset() + size_t(blocks_) * 64 * sizeof(int16_t); }
-
-void HybridJpegBatch::write_geometry(void* upload) const {
-  if (!images_.empty()) std::memcpy(upload, images_.data(), images_.size() * sizeof(JpegImageGeometry));
-}
-
-int16_t* HybridJpegBatch::coefficients(void* upload, int image) const {
-  return reinterpret_cast<int16_t*>(static_cast<uint8_t*>(upload) + coef_offset()) + 64 * images_[size_t(image)].block_begin;
-}
-
-uint16_t* HybridJpegBatch::quant(void* upload, int image) const {
-  return reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(upload) + quant_offset()) +
-         size_t(image) * kernels::kJpegMaxComponents * 64;
-}
-
-int64_t HybridJpegBatch::blocks(int image) const {
-  const size_t i = size_t(image);
-  return (i + 1 < images_.size() ? images_[i + 1].block_begin : blocks_) - images_[i].block_begin;
-}
-
-kernels::JpegBatchView HybridJpegBatch::view(const void* upload, uint8_t* samples, uint8_t* out, int64_t out_bytes) const {
-  const auto* base = static_cast<const uint8_t*>(upload);
-  kernels::JpegBatchView v;
-  v.images = reinterpret_cast<const JpegImageGeometry*>(base);
-  v.image_count = size();
-  v.quant = reinterpret_cast<const uint16_t*>(base + quant_offset());
-  v.quant_count = size() * kernels::kJpegMaxComponents;
-  v.coefs = reinterpret_cast<const int16_t*>(base + coef_offset());
-  v.blocks = blocks_;
-  v.samples = samples;
-  v.sample_bytes = sample_bytes_;
-  v.out = out;
-  v.out_bytes = out_bytes;
-  v.pixels = pixels_;
-  return v;
-}
-
-Status decode_batch_host(const HybridJpegBatch& batch, const void* upload, uint8_t* out, int64_t out_bytes,
-                         std::vector<uint8_t>& scratch) {
-  if (scratch.size() < size_t(batch.sample_bytes())) scratch.resize(size_t(batch.sample_bytes()));
-  return kernels::jpeg_decode_batch_host(batch.view(upload, scratch.data(), out, out_bytes));
-}
-
-Status decode_batch(const HybridJpegBatch& batch, const void* device_upload, uint8_t* device_samples,
-                    uint8_t* device_out, int64_t out_bytes, hdl::cuda::Stream& stream) {
-  return kernels::cuda::jpeg_decode_batch(batch.view(device_upload, device_samples, device_out, out_bytes),
-                                          batch.images().data(), stream);
 }
 
 }  // namespace hdl

@@ -1,7 +1,7 @@
 // Hybrid JPEG decoding: CPU threads Huffman-decode the blocks an image (or a window of it)
 // needs into DCT coefficients; a batch of them is uploaded once and decoded into pixels by the
 // device kernels (decoders/kernels/cuda/jpeg_hybrid.h), or on the CPU by their host twin, with
-// libjpeg-turbo's arithmetic: the pixels equal JpegDecoder's (decoders/jpeg_decoder.h) with its
+// libjpeg-turbo's arithmetic: the pixels equal JpegDecoder's (decoders/jpeg/jpeg_decoder.h) with its
 // default options (JDCT_ISLOW, fancy upsampling) for the same DecodeRequest, bit for bit.
 //
 // Per image, on a CPU thread (one HybridJpegDecoder per thread):
@@ -17,8 +17,9 @@
 //      only the window's MCUs straight from the file; otherwise libjpeg's own
 //      jpeg_read_coefficients decodes the file (every scan of a progressive one) and the
 //      rectangle is copied out.
-// Per batch: one upload of the buffer, then decode_batch() (two launches: IDCT of every block,
-// then upsampling + colour + orientation of every output pixel), or decode_batch_host().
+// Per batch (decoders/jpeg/hybrid_batch.h): one upload of the buffer, then decode_batch() (two
+// launches: IDCT of every block, then upsampling + colour + orientation of every output pixel),
+// or decode_batch_host().
 //
 // Decoded: 8-bit baseline, extended, progressive and arithmetic-coded JPEGs with 1 component
 // (gray) or 3 (YCbCr, or RGB by Adobe transform 0), any sampling factors libjpeg upsamples by
@@ -28,20 +29,17 @@
 // blocks across their neighbours: jdcoefct.c's block smoothing), fractional sampling ratios,
 // and damaged data when DecodeRequest::allow_partial asks for the partial image.
 //
-// Thread safety: HybridJpegDecoder, one per thread; HybridJpegBatch, one owner; the free
-// functions are reentrant.
+// Thread safety: HybridJpegDecoder, one per thread.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <vector>
 
 #include "decoders/decoder.h"
 #include "decoders/kernels/jpeg_hybrid.h"
 #include "media/api.h"
-#include "media/cuda/stream.h"
 #include "media/shape.h"
 #include "media/status.h"
 #include "media/tensor.h"
@@ -106,54 +104,6 @@ class HybridJpegDecoder {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-/// The layout of one hybrid batch: its images' geometry in batch numbering and one upload
-/// buffer of [geometry][quantisation tables][coefficients] (each section 256-byte aligned), so a
-/// batch is one host -> device copy. The output is the caller's (e.g. a batch tensor's slots).
-class HybridJpegBatch {
- public:
-  void clear();
-  /// Appends an image; its pixels go `out_offset` bytes into the batch's output, its rows
-  /// `row_stride` and pixels `pixel_stride` bytes apart (plan.shape's oriented rows). Returns
-  /// its index.
-  int add(const HybridJpegPlan& plan, int64_t out_offset, int64_t row_stride, int64_t pixel_stride);
-  int size() const { return int(images_.size()); }
-
-  size_t upload_bytes() const;
-  /// Writes the geometry section into `upload` (upload_bytes() of host memory, e.g. pinned);
-  /// the images' coefficients and tables go where coefficients() and quant() say.
-  void write_geometry(void* upload) const;
-  int16_t* coefficients(void* upload, int image) const;
-  uint16_t* quant(void* upload, int image) const;
-  int64_t blocks(int image) const;  ///< the image's coefficient blocks
-
-  int64_t blocks() const { return blocks_; }
-  int64_t pixels() const { return pixels_; }
-  int64_t sample_bytes() const { return sample_bytes_; }  ///< the IDCT scratch the decode needs
-  const std::vector<kernels::JpegImageGeometry>& images() const { return images_; }
-
-  /// The batch as the decode reads it, from a copy of the upload buffer at `upload` (host or
-  /// device memory), with `samples` (sample_bytes()) and `out` (out_bytes) in the same memory.
-  kernels::JpegBatchView view(const void* upload, uint8_t* samples, uint8_t* out, int64_t out_bytes) const;
-
- private:
-  size_t quant_offset() const;
-  size_t coef_offset() const;
-  std::vector<kernels::JpegImageGeometry> images_;
-  int64_t blocks_ = 0, pixels_ = 0, sample_bytes_ = 0;
-};
-
-/// The host twin of decode_batch: `upload` is the batch's upload buffer (host), `out` its output
-/// (out_bytes, host); `scratch` grows to the IDCT scratch.
-Status decode_batch_host(const HybridJpegBatch& batch, const void* upload, uint8_t* out, int64_t out_bytes,
-                         std::vector<uint8_t>& scratch);
-
-/// Enqueues the pixel half of a batch on `stream`: `device_upload` is a copy of the batch's upload
-/// buffer on the stream's device, `device_samples` sample_bytes() of device scratch,
-/// `device_out` the output (out_bytes). All must stay alive until the stream passes the work.
-/// kUnsupported without CUDA; kInvalidArgument for a batch that does not fit its buffers.
-Status decode_batch(const HybridJpegBatch& batch, const void* device_upload, uint8_t* device_samples,
-                    uint8_t* device_out, int64_t out_bytes, hdl::cuda::Stream& stream);
 
 }  // namespace hdl
 HDL_API_END

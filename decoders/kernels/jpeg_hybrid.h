@@ -1,6 +1,6 @@
 // Hybrid JPEG decoding, the pixel half: DCT coefficients (Huffman-decoded on CPU threads) in,
 // RGB / BGR / gray pixels out, with libjpeg-turbo's integer arithmetic, so the same bytes as the
-// CPU path (decoders/jpeg_decoder.h: libjpeg-turbo, JDCT_ISLOW, fancy upsampling).
+// CPU path (decoders/jpeg/jpeg_decoder.h: libjpeg-turbo, JDCT_ISLOW, fancy upsampling).
 //
 // Each stage's arithmetic is written once, below, as functions compiled by g++ for the host
 // twin (jpeg_hybrid_decode_host, jpeg_hybrid.cc) and by nvcc for the device kernels

@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "decoders/detail/image_header.h"
-#include "decoders/jpeg_decoder.h"
+#include "decoders/jpeg/jpeg_decoder.h"
 #include "decoders/nvjpeg/detail/nvjpeg_api.h"
 #include "media/cuda/allocator.h"
 #include "media/cuda/runtime.h"

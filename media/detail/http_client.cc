@@ -534,4 +534,11 @@ std::string changed_object_message(const HttpRequest& q, const HttpResponse& r) 
 
 std::string strip_query(const std::string& url) { return url.substr(0, url.find_first_of("?#")); }
 
+bool has_scheme(std::string_view path, std::string_view scheme) {
+  if (path.size() < scheme.size()) return false;
+  for (size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(path[i])) != scheme[i]) return false;
+  return true;
+}
+
 }  // namespace hdl::detail

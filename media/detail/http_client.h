@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "media/file_system.h"
@@ -183,5 +184,8 @@ std::string changed_object_message(const HttpRequest& q, const HttpResponse& r);
 
 /// url without its query string and fragment (what messages may show).
 std::string strip_query(const std::string& url);
+
+/// Whether `path` starts with `scheme` ("s3://"; given in lower case), in any case.
+bool has_scheme(std::string_view path, std::string_view scheme);
 
 }  // namespace hdl::detail

@@ -3,7 +3,7 @@
 #include "media/cancel.h"
 #include "media/cuda/allocator.h"
 #include "media/cache_file_system.h"
-#include "media/remote_file_system.h"
+#include "media/url_file_system.h"
 #include "pipeline/detail/autotune.h"
 #include "pipeline/detail/core.h"
 #include "pipeline/detail/device_stage.h"

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "decoders/decoder_set.h"
-#include "decoders/jpeg_index.h"
+#include "decoders/jpeg/index_cache.h"
 #include "decoders/nvjpeg/nvjpeg_decoder.h"
 #include "decoders/nvjpeg/nvjpeg_hardware.h"
 #include "media/cuda/allocator.h"

@@ -30,7 +30,7 @@
 
 #include "pipeline/errors.h"
 #include "media/file_system.h"
-#include "media/remote_file_system.h"
+#include "media/url_file_system.h"
 #include "pipeline/operator.h"
 #include "pipeline/readers/reader_args.h"
 #include "pipeline/readers/tar/shard_index.h"

@@ -35,7 +35,7 @@
 #include <tbb/parallel_for.h>
 
 #include "media/file_system.h"
-#include "media/remote_file_system.h"
+#include "media/url_file_system.h"
 #include "pipeline/dataset.h"
 #include "pipeline/errors.h"
 #include "pipeline/operator.h"

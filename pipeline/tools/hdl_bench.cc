@@ -18,7 +18,7 @@
 #include "media/cuda/runtime.h"
 #include "media/cuda/stream.h"
 #include "media/text.h"
-#include "media/remote_file_system.h"
+#include "media/url_file_system.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/tools/bench_args.h"
 #include "pipeline/tools/bench_pipelines.h"

@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "media/remote_file_system.h"
+#include "media/url_file_system.h"
 
 namespace {
 

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "decoders/jpeg/hybrid_jpeg.h"
-#include "decoders/jpeg_index.h"
+#include "decoders/jpeg/index_cache.h"
 #include "decoders/kernels/jpeg_hybrid.h"
 
 using namespace hdl;

@@ -1,5 +1,6 @@
-// jpeg_index_bench: single-thread costs of the JPEG entry-point index (decoders/jpeg_index.h) over
-// a folder of JPEGs, for the records in docs/PERFORMANCE.md and decoders/README.md. Not a test.
+// jpeg_index_bench: single-thread costs of the JPEG entry-point index (decoders/jpeg/jpeg_index.h)
+// over a folder of JPEGs, for the records in docs/PERFORMANCE.md and decoders/README.md. Not a
+// test.
 //
 //   jpeg_index_bench FOLDER [--files N]
 //
@@ -30,7 +31,9 @@
 #include <string>
 #include <vector>
 
-#include "decoders/jpeg_index.h"
+#include "decoders/jpeg/jpeg_index.h"
+#include "decoders/jpeg/jpeg_window.h"
+#include "decoders/jpeg/window_entropy.h"
 
 using namespace hdl;
 

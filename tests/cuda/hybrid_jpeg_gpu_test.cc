@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "decoders/jpeg/hybrid_batch.h"
 #include "decoders/jpeg/hybrid_jpeg.h"
 #include "tests/cuda/cuda_test_util.h"
 

@@ -15,8 +15,8 @@
 
 #include "decoders/decoder_set.h"
 #include "decoders/ffmpeg_image_decoder.h"
-#include "decoders/jpeg_decoder.h"
-#include "decoders/jpeg_index.h"
+#include "decoders/jpeg/jpeg_decoder.h"
+#include "decoders/jpeg/index_cache.h"
 #include "tests/decoders/decoder_test_util.h"
 
 namespace hdl {

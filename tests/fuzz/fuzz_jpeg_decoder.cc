@@ -1,10 +1,10 @@
-// fuzz_jpeg_decoder: decoders/jpeg_decoder over arbitrary bytes with random requests (region,
+// fuzz_jpeg_decoder: decoders/jpeg/jpeg_decoder over arbitrary bytes with random requests (region,
 // DCT scaling, EXIF orientation, rgb/bgr/gray, partial decodes, slack columns) with the exact
 // and the fast options. Checks: no crash, sanitizer report or hang; decode fails where
 // read_info does; a decode writes nothing outside its view and slack; partial only if allowed.
 #include <memory>
 
-#include "decoders/jpeg_decoder.h"
+#include "decoders/jpeg/jpeg_decoder.h"
 #include "tests/fuzz/decode_checks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,5 @@
-// fuzz_jpeg_index: decoders/jpeg_index against the plain region decode, on arbitrary bytes.
+// fuzz_jpeg_index: the JPEG entry-point index (decoders/jpeg/) against the plain region decode,
+// on arbitrary bytes.
 //
 // For a few random windows of each input it checks the documented contract twice:
 //  1. What users get: the JPEG decoder with a JpegIndexCache, as pipeline/operators/
@@ -17,8 +18,10 @@
 #include <cstring>
 #include <memory>
 
-#include "decoders/jpeg_decoder.h"
-#include "decoders/jpeg_index.h"
+#include "decoders/jpeg/index_cache.h"
+#include "decoders/jpeg/jpeg_decoder.h"
+#include "decoders/jpeg/jpeg_index.h"
+#include "decoders/jpeg/jpeg_window.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace hdl::fuzz {

@@ -10,7 +10,7 @@
 #include <map>
 #include <optional>
 
-#include "media/remote_file_system.h"
+#include "media/s3_file_system.h"
 
 namespace hdl {
 namespace {

@@ -11,7 +11,7 @@
 #include <random>
 
 #include "media/file_system.h"
-#include "media/remote_file_system.h"
+#include "media/url_file_system.h"
 #include "pipeline/readers/tar/shard_sample.h"
 
 namespace hdl {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "media/file_system.h"
-#include "media/remote_file_system.h"
+#include "media/url_file_system.h"
 #include "pipeline/readers/tar/shard_sample.h"
 
 namespace hdl {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "media/remote_file_system.h"
+#include "media/url_file_system.h"
 
 namespace hdl {
 namespace {

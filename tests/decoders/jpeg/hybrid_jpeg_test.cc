@@ -1,4 +1,4 @@
-// The hybrid JPEG decode's host twin (decoders/jpeg/hybrid_jpeg.h, decoders/kernels/jpeg_hybrid.h)
+// The hybrid JPEG decode's host twin (decoders/jpeg/hybrid_jpeg.h, hybrid_batch.h, decoders/kernels/jpeg_hybrid.h)
 // against libjpeg-turbo (JpegDecoder, the CPU path), bit for bit: every JPEG of the corpus
 // (imagenet/train and val, tests/jpeg/ok and exotic) and Pillow re-encodes of corpus photos
 // (quality 75-85, 4:2:0, made at test time: "holdout-style" photos), whole images at scale 1,
@@ -25,9 +25,10 @@
 #include <thread>
 #include <vector>
 
+#include "decoders/jpeg/hybrid_batch.h"
 #include "decoders/jpeg/hybrid_jpeg.h"
-#include "decoders/jpeg_decoder.h"
-#include "decoders/jpeg_index.h"
+#include "decoders/jpeg/index_cache.h"
+#include "decoders/jpeg/jpeg_decoder.h"
 #include "decoders/kernels/jpeg_hybrid.h"
 #include "tests/decoders/decoder_test_util.h"
 

@@ -1,7 +1,8 @@
-// decoders/jpeg_index.cc: region decodes through the entry-point index give exactly the pixels
-// of a full decode, on every chroma layout of the corpus and on the ImageNet-like photos; files
-// it cannot index, replaced files, a spent budget and corrupt files all decode as without it.
-#include "decoders/jpeg_index.h"
+// The JPEG entry-point index (decoders/jpeg/: jpeg_index, jpeg_window, window_entropy,
+// index_cache): region decodes through it give exactly the pixels of a full decode, on every
+// chroma layout of the corpus and on the ImageNet-like photos; files it cannot index, replaced
+// files, a spent budget and corrupt files all decode as without it.
+#include "decoders/jpeg/jpeg_index.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +15,10 @@
 #include <random>
 #include <set>
 
-#include "decoders/jpeg_decoder.h"
+#include "decoders/jpeg/index_cache.h"
+#include "decoders/jpeg/jpeg_decoder.h"
+#include "decoders/jpeg/jpeg_window.h"
+#include "decoders/jpeg/window_entropy.h"
 #include "tests/decoders/decoder_test_util.h"
 
 namespace hdl::testing {

@@ -35,7 +35,7 @@ struct JpegDecoderOptions {
   /// pixels (exact); true takes the JPEG's Y plane (skips chroma work; differs by up to ~20
   /// levels on saturated colours).
   bool gray_from_luma = false;  // default: exact
-  /// Region decodes through the JPEG entry-point index (decoders/jpeg_index.h): true decodes
+  /// Region decodes through the JPEG entry-point index (decoders/jpeg/jpeg_index.h): true decodes
   /// the window's Huffman codes with detail::JpegWindowEntropy, straight from the file, and
   /// libjpeg-turbo does the rest (IDCT, upsampling, colour); false has libjpeg-turbo decode a
   /// JPEG of the window's MCUs. Same pixels either way; true is faster. The environment

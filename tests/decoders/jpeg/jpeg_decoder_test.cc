@@ -1,6 +1,6 @@
-// decoders/jpeg_decoder.cc against Pillow 9.4 (libjpeg-turbo 2.1.5, islow IDCT, fancy
+// decoders/jpeg/jpeg_decoder.cc against Pillow 9.4 (libjpeg-turbo 2.1.5, islow IDCT, fancy
 // upsampling) on the real-media corpus.
-#include "decoders/jpeg_decoder.h"
+#include "decoders/jpeg/jpeg_decoder.h"
 
 #include <gtest/gtest.h>
 

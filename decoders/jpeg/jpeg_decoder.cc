@@ -1,4 +1,12 @@
-#include "decoders/jpeg_decoder.h"
+// The libjpeg-turbo decoder (decoders/jpeg/jpeg_decoder.h). JpegDecoder reads a file's header
+// with a fresh decompressor, checks the request against it (decoders/detail/decode_window.h) and
+// decodes the window's rows, straight into the caller's rows or through a scratch row (colour
+// conversion, orientation). Its other pieces, one job each:
+//   detail/libjpeg_errors   libjpeg's error manager: errors longjmp back here, warnings recorded
+//   detail/indexed_window   the index half of a region decode through the entry-point index
+//                           (jpeg_index.h); the libjpeg half is here (decode_indexed: the window
+//                           JPEG read, JpegWindowEntropy swapped in for libjpeg's Huffman decoding)
+#include "decoders/jpeg/jpeg_decoder.h"
 
 // clang-format off: jpeglib.h needs <cstdio> first.
 #include <csetjmp>
@@ -23,72 +31,25 @@
 #include <string_view>
 #include <vector>
 
-#include "decoders/jpeg_index.h"
-
 #include "decoders/detail/decode_window.h"
 #include "decoders/detail/image_header.h"
 #include "decoders/detail/pillow_color.h"
+#include "decoders/jpeg/detail/indexed_window.h"
+#include "decoders/jpeg/detail/libjpeg_errors.h"
+#include "decoders/jpeg/index_cache.h"
+#include "decoders/jpeg/jpeg_window.h"
+#include "decoders/jpeg/window_entropy.h"
 
 namespace hdl {
 namespace {
 
 using detail::DecodeWindow;
-
-// libjpeg reports errors through callbacks. error_exit must not return, so it longjmps back to
-// the setjmp in the JpegDecoder method that called into libjpeg; warnings (corrupt or missing
-// data, which libjpeg papers over with grey) are recorded here and judged after the decode.
-// Nothing is ever printed and exit() is never called.
-struct ErrorState {
-  jpeg_error_mgr pub;  // first: libjpeg casts cinfo->err to it
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];  // the error that ended the call
-  int code = 0;                   // its libjpeg message code
-  char warning[JMSG_LENGTH_MAX];  // the first warning, or the first one that lost data
-  bool data_lost = false;
-  int warnings = 0;
-  int max_scans = 0;       // of the request being decoded; 0: no limit
-  bool over_limit = false; // the error is a limit of the request (kResourceExhausted)
-
-  void reset() {
-    message[0] = warning[0] = '\0';
-    code = 0;
-    over_limit = false;
-    data_lost = false;
-    warnings = 0;
-    pub.num_warnings = 0;
-  }
-};
-
-ErrorState* state(j_common_ptr cinfo) { return reinterpret_cast<ErrorState*>(cinfo->err); }
-
-// Warnings after which part of the image is grey or garbage rather than what was encoded.
-bool loses_data(int code) {
-  switch (code) {
-    case JWRN_HIT_MARKER: case JWRN_JPEG_EOF: case JWRN_HUFF_BAD_CODE: case JWRN_MUST_RESYNC:
-    case JWRN_NOT_SEQUENTIAL: case JWRN_BOGUS_PROGRESSION: case JWRN_ARITH_BAD_CODE:
-      return true;
-    default:
-      return false;
-  }
-}
-
-void on_error_exit(j_common_ptr cinfo) {
-  ErrorState* s = state(cinfo);
-  s->code = s->pub.msg_code;
-  (*s->pub.format_message)(cinfo, s->message);
-  longjmp(s->jump, 1);
-}
-
-void on_emit_message(j_common_ptr cinfo, int level) {
-  if (level >= 0) return;  // trace messages
-  ErrorState* s = state(cinfo);
-  bool lost = loses_data(s->pub.msg_code);
-  if (s->warnings++ == 0 || (lost && !s->data_lost)) (*s->pub.format_message)(cinfo, s->warning);
-  s->data_lost |= lost;
-  ++s->pub.num_warnings;
-}
-
-void on_output_message(j_common_ptr) {}
+using detail::jpeg::ErrorState;
+using detail::jpeg::is_unsupported;
+using detail::jpeg::on_emit_message;
+using detail::jpeg::on_error_exit;
+using detail::jpeg::on_output_message;
+using detail::jpeg::on_progress;
 
 #if HDL_JPEG_OWN_ENTROPY
 // libjpeg's coefficient controller calls this for every MCU of an indexed window (raster order;
@@ -101,30 +62,6 @@ boolean window_decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
   return TRUE;
 }
 #endif
-
-// Called by libjpeg once per iMCU row it absorbs (jpeg_start_decompress reads every scan of a
-// multi-scan file before the first row comes out) and once per output row: a scan is counted
-// when its SOS marker has been read, before its entropy data is decoded.
-void on_progress(j_common_ptr cinfo) {
-  auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
-  ErrorState* s = state(cinfo);
-  if (s->max_scans > 0 && d->input_scan_number > s->max_scans) {
-    std::snprintf(s->message, sizeof(s->message), "too many scans: more than max_scans (%d)", s->max_scans);
-    s->code = JMSG_LASTMSGCODE;
-    s->over_limit = true;
-    longjmp(s->jump, 1);
-  }
-}
-
-bool is_unsupported(int code) {
-  switch (code) {
-    case JERR_BAD_PRECISION: case JERR_SOF_UNSUPPORTED: case JERR_NOT_COMPILED:
-    case JERR_ARITH_NOTIMPL: case JERR_CONVERSION_NOTIMPL: case JERR_NOTIMPL:
-      return true;
-    default:
-      return false;
-  }
-}
 
 const char* color_space_name(J_COLOR_SPACE cs) {
   switch (cs) {
@@ -314,74 +251,24 @@ class JpegDecoder final : public ImageDecoder {
     return true;
   }
 
-  // The region through the file's entry-point index (decoders/jpeg_index.h): a JPEG of just the
-  // MCUs around the window, decoded like any other. nullopt when the index does not apply or
-  // something about it fails (the caller then decodes the file itself; `*header_replaced` says
-  // whether libjpeg must re-read the file's header first).
+  // The region through the file's entry-point index (decoders/jpeg/jpeg_index.h): a JPEG of just
+  // the MCUs around the window (made by detail/indexed_window.h), decoded like any other.
+  // nullopt when the index does not apply or something about it fails (the caller then decodes
+  // the file itself; `*header_replaced` says whether libjpeg must re-read the file's header
+  // first).
   std::optional<Result<DecodeReport>> decode_indexed(std::span<const uint8_t> data, const DecodeRequest& request,
                                                      const DecodeWindow& window, const TensorView& out,
                                                      bool* header_replaced) {
-    if (window.orientation != 1 || window.scale_denom != 1 || request.roi.empty()) return std::nullopt;
-    if (cinfo_.progressive_mode || cinfo_.arith_code || cinfo_.restart_interval != 0 ||
-        cinfo_.data_precision != 8 || (cinfo_.num_components != 1 && cinfo_.num_components != 3) ||
-        cinfo_.comps_in_scan != cinfo_.num_components)
-      return std::nullopt;
-    const int64_t width = cinfo_.image_width, height = cinfo_.image_height;
-    const bool one = cinfo_.num_components == 1;
-    const int64_t mcu_w = one ? 8 : 8 * cinfo_.max_h_samp_factor, mcu_h = one ? 8 : 8 * cinfo_.max_v_samp_factor;
-    const int64_t mcus_x = (width + mcu_w - 1) / mcu_w;
-    // One pixel of context each side: fancy chroma upsampling blends each chroma sample with
-    // its neighbour on the side of the pixel (a window starting at an even column needs the
-    // chroma sample left of it, the one covering the column before; likewise at the other
-    // edges); IDCT and colour conversion are per block and per pixel.
-    constexpr int64_t kContext = 1;
-    const Roi& win = window.stored;
-    const int64_t c0 = std::max<int64_t>(0, win.x - kContext) / mcu_w;
-    const int64_t c1 = (std::min(width, win.x + win.w + kContext) + mcu_w - 1) / mcu_w;
-    const int64_t r0 = std::max<int64_t>(0, win.y - kContext) / mcu_h;
-    const int64_t r1 = (std::min(height, win.y + win.h + kContext) + mcu_h - 1) / mcu_h;
-    // Without the index libjpeg Huffman-decodes every MCU of the rows above the window's end;
-    // with it, the window's MCUs (widened to the index's column step). Our own Huffman decoder
-    // is faster than libjpeg's, so once a file has an index it pays for any window; building
-    // one (an extra pass) pays only for windows well inside the image, or when the caller
-    // expects many (random crops).
     const bool own = HDL_JPEG_OWN_ENTROPY && options_.own_huffman;
-    auto worth = [&](int64_t step) {
-      const int64_t w0 = c0 / step * step, w1 = std::min(mcus_x, (c1 + step - 1) / step * step);
-      return (w1 - w0) * (r1 - r0) * 10 <= r1 * mcus_x * 9;
-    };
-    JpegIndexCache& cache = *request.index_cache;
-    bool unindexable = false;
-    std::shared_ptr<const detail::JpegScanIndex> index = cache.find(request.index_key, data, &unindexable);
-    if (!index) {
-      if (!worth(1) && !request.index_every_file) return std::nullopt;
-      if (unindexable || !cache.has_room()) return std::nullopt;
-      auto built = detail::build_jpeg_index(data, cache.file_share());
-      cache.insert(request.index_key, data, built.is_ok() ? *built : nullptr);
-      if (!built.is_ok()) return std::nullopt;
-      index = *built;
-    }
-    if (!own && !worth(detail::jpeg_index_column_step(*index))) return std::nullopt;
+    const std::optional<detail::JpegWindow> piece =
+        detail::jpeg::prepare_indexed_window(cinfo_, data, request, window, own, entropy_, window_jpeg_);
+    if (!piece) return std::nullopt;
     // From here on a failure is counted: the index applied, and the file is decoded without it.
+    JpegIndexCache& cache = *request.index_cache;
     auto fallback = [&] {
       cache.count_fallback();
       return std::nullopt;
     };
-    const detail::JpegMcuGrid& grid = detail::jpeg_index_grid(*index);
-    if (grid.width != width || grid.height != height || grid.mcu_w != mcu_w || grid.mcu_h != mcu_h)
-      return fallback();
-    Result<detail::JpegWindow> piece = Status::internal("");
-#if HDL_JPEG_OWN_ENTROPY
-    if (own) {
-      auto plan = detail::plan_jpeg_window(*index, r0, r1, c0, c1);
-      if (!plan.is_ok() || !entropy_.start(data, *index, *plan).is_ok()) return fallback();
-      detail::write_jpeg_window_header(*index, *plan, window_jpeg_);
-      piece = plan->window;
-    }
-#endif
-    if (!own) piece = detail::write_jpeg_window(data, *index, r0, r1, c0, c1, window_jpeg_);
-    if (!piece.is_ok()) return fallback();
-
     *header_replaced = true;
     if (!read_header(window_jpeg_)) return fallback();
     DecodeWindow sub = window;
