@@ -29,13 +29,6 @@ using kernels::JpegImageGeometry;
 using kernels::JpegTransform;
 using kernels::JpegUpsample;
 
-using detail::jpeg::ErrorState;
-using detail::jpeg::is_unsupported;
-using detail::jpeg::on_emit_message;
-using detail::jpeg::on_error_exit;
-using detail::jpeg::on_output_message;
-using detail::jpeg::on_progress;
-
 Status unsupported(const std::string& what) { return Status::unsupported("hybrid jpeg: " + what); }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -66,10 +59,9 @@ bool libjpeg_smooths(const jpeg_decompress_struct& ci) {
 // --- HybridJpegDecoder ------------------------------------------------------------------------
 
 struct HybridJpegDecoder::Impl {
-  jpeg_decompress_struct cinfo;
-  ErrorState err;
-  jpeg_progress_mgr progress{};
-  bool created = false;
+  detail::jpeg::Decompressor libjpeg;  // made fresh per file (read_header)
+  jpeg_decompress_struct& cinfo = libjpeg.cinfo;
+  detail::jpeg::ErrorState& err = libjpeg.err;
   detail::JpegWindowEntropy entropy;
   std::vector<int16_t> coefs;
   std::vector<uint16_t> quant;
@@ -77,41 +69,8 @@ struct HybridJpegDecoder::Impl {
   std::vector<int16_t*> block_ptrs;
   Stats stats;
 
-  Impl() {
-    std::memset(&cinfo, 0, sizeof(cinfo));
-    cinfo.err = jpeg_std_error(&err.pub);
-    err.pub.error_exit = on_error_exit;
-    err.pub.emit_message = on_emit_message;
-    err.pub.output_message = on_output_message;
-    err.reset();
-    progress.progress_monitor = on_progress;
-  }
-  ~Impl() {
-    if (created) jpeg_destroy_decompress(&cinfo);
-  }
-
-  // A fresh decompressor per file (JpegDecoder::read_header says why), header parsed.
-  bool read_header(std::span<const uint8_t> data) {
-    err.reset();
-    if (setjmp(err.jump)) {
-      if (created) jpeg_abort_decompress(&cinfo);
-      return false;
-    }
-    if (created) jpeg_destroy_decompress(&cinfo);
-    created = false;
-    jpeg_create_decompress(&cinfo);
-    cinfo.progress = &progress;
-    created = true;
-    jpeg_mem_src(&cinfo, data.data(), static_cast<unsigned long>(data.size()));
-    jpeg_read_header(&cinfo, TRUE);
-    return true;
-  }
-
-  Status error_status() const {
-    if (is_unsupported(err.code)) return Status::unsupported(err.message);
-    if (err.code == JERR_OUT_OF_MEMORY || err.over_limit) return Status::resource_exhausted(err.message);
-    return Status::invalid_data(err.message);
-  }
+  bool read_header(std::span<const uint8_t> data) { return libjpeg.read_header(data); }
+  Status error_status() const { return libjpeg.error_status(); }
 
   Status plan(std::span<const uint8_t> data, const DecodeRequest& request, HybridJpegPlan* out);
   bool decode_indexed(std::span<const uint8_t> data, const HybridJpegPlan& plan, const DecodeRequest& request,

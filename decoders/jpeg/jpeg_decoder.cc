@@ -45,11 +45,6 @@ namespace {
 
 using detail::DecodeWindow;
 using detail::jpeg::ErrorState;
-using detail::jpeg::is_unsupported;
-using detail::jpeg::on_emit_message;
-using detail::jpeg::on_error_exit;
-using detail::jpeg::on_output_message;
-using detail::jpeg::on_progress;
 
 #if HDL_JPEG_OWN_ENTROPY
 // libjpeg's coefficient controller calls this for every MCU of an indexed window (raster order;
@@ -86,17 +81,7 @@ struct OutputMode {
 class JpegDecoder final : public ImageDecoder {
  public:
   explicit JpegDecoder(const JpegDecoderOptions& options) : options_(options) {
-    std::memset(&cinfo_, 0, sizeof(cinfo_));
-    cinfo_.err = jpeg_std_error(&err_.pub);
-    err_.pub.error_exit = on_error_exit;
-    err_.pub.emit_message = on_emit_message;
-    err_.pub.output_message = on_output_message;
-    err_.reset();
-    progress_.progress_monitor = on_progress;  // the decompressor is made per file (read_header)
-    cinfo_.client_data = &entropy_;             // (kept by jpeg_create_decompress)
-  }
-  ~JpegDecoder() override {
-    if (created_) jpeg_destroy_decompress(&cinfo_);
+    cinfo_.client_data = &entropy_;  // (kept by jpeg_create_decompress)
   }
 
   const char* name() const override { return "libjpeg-turbo"; }
@@ -145,28 +130,9 @@ class JpegDecoder final : public ImageDecoder {
   }
 
  private:
-  // Parses the header of `data` with a fresh decompressor. False on a libjpeg error (err_ says
-  // which). Fresh, because libjpeg keeps quantisation and Huffman tables across images on one
-  // decompressor (for abbreviated streams): a file lacking a table would otherwise decode with
-  // the tables of whatever this thread decoded before, where a fresh decoder refuses it (or
-  // uses the standard Huffman tables), so the outcome would depend on the thread's history
-  // (found by fuzz_jpeg_index; tests/fuzz/regressions/fuzz_jpeg_decoder/reused_*). Creating a
-  // decompressor costs about 0.13 us.
-  bool read_header(std::span<const uint8_t> data) {
-    err_.reset();
-    if (setjmp(err_.jump)) {
-      if (created_) jpeg_abort_decompress(&cinfo_);
-      return false;
-    }
-    if (created_) jpeg_destroy_decompress(&cinfo_);
-    created_ = false;
-    jpeg_create_decompress(&cinfo_);  // longjmps on out of memory: created_ stays false
-    cinfo_.progress = &progress_;
-    created_ = true;
-    jpeg_mem_src(&cinfo_, data.data(), static_cast<unsigned long>(data.size()));
-    jpeg_read_header(&cinfo_, TRUE);
-    return true;
-  }
+  // Parses the header of `data` with a fresh decompressor (Decompressor::read_header says why
+  // fresh). False on a libjpeg error (err_ says which).
+  bool read_header(std::span<const uint8_t> data) { return libjpeg_.read_header(data); }
 
   ImageInfo header_info(std::span<const uint8_t> data, bool want_orientation) const {
     ImageInfo info;
@@ -197,11 +163,7 @@ class JpegDecoder final : public ImageDecoder {
     return {color == ColorFormat::kBGR ? JCS_EXT_BGR : JCS_EXT_RGB, 3, Convert::kNone, color};
   }
 
-  Status error_status() const {
-    if (is_unsupported(err_.code)) return Status::unsupported(err_.message);
-    if (err_.code == JERR_OUT_OF_MEMORY || err_.over_limit) return Status::resource_exhausted(err_.message);
-    return Status::invalid_data(err_.message);
-  }
+  Status error_status() const { return libjpeg_.error_status(); }
 
   // Runs the decompression for `window` after read_header. False on a libjpeg error.
   // Only trivially destructible locals below setjmp: a longjmp skips destructors.
@@ -376,10 +338,9 @@ class JpegDecoder final : public ImageDecoder {
   }
 
   JpegDecoderOptions options_;
-  jpeg_decompress_struct cinfo_;
-  ErrorState err_;
-  jpeg_progress_mgr progress_{};
-  bool created_ = false;
+  detail::jpeg::Decompressor libjpeg_;  // made fresh per file (read_header)
+  jpeg_decompress_struct& cinfo_ = libjpeg_.cinfo;
+  ErrorState& err_ = libjpeg_.err;
   int64_t slack_columns_ = 0;  // of the request being decoded
   std::vector<uint8_t> scratch_;
   std::vector<uint8_t> window_jpeg_;  // decode_indexed's JPEG of the window's MCUs (or its header)

@@ -35,6 +35,20 @@ inline constexpr double kNvjpegMeanBound = 4.0;
 inline constexpr double kNvjpegMaxBound = 64.0;
 inline constexpr double kNvjpegMedianMeanBound = 2.0;
 
+/// A fixture holding a stream on cuda:0; skips without a device or without the corpus. A derived
+/// SetUp() calls it first and returns when IsSkipped() or HasFatalFailure().
+class CudaCorpusTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HDL_REQUIRE_CUDA_DEVICE();
+    HDL_REQUIRE_CORPUS();
+    Result<cuda::Stream> s = cuda::Stream::create(Device::cuda(0));
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    stream_ = std::move(s).value();
+  }
+  cuda::Stream stream_;
+};
+
 /// The first `n` ImageNet-corpus JPEGs in path order (deterministic), decoded to RGB on the CPU.
 inline std::vector<Tensor> corpus_photos(size_t n) {
   std::vector<std::filesystem::path> paths;

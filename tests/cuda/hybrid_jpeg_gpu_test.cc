@@ -77,16 +77,8 @@ Batch make_batch(const std::vector<fs::path>& files, uint32_t seed) {
   return b;
 }
 
-class HybridJpegGpuTest : public ::testing::Test {
+class HybridJpegGpuTest : public ::hdl::testing::CudaCorpusTest {
  protected:
-  void SetUp() override {
-    HDL_REQUIRE_CUDA_DEVICE();
-    HDL_REQUIRE_CORPUS();
-    Result<hdl::cuda::Stream> s = hdl::cuda::Stream::create(Device::cuda(0));
-    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-    stream_ = std::move(s).value();
-  }
-
   // The batch decoded on the device and by the host twin, into outputs pre-filled with 0xAA.
   void expect_equal(Batch& b) {
     std::vector<uint8_t> host_out(size_t(b.out_bytes), 0xAA), scratch;
@@ -115,8 +107,6 @@ class HybridJpegGpuTest : public ::testing::Test {
     std::cout << "[ hybrid ] " << b.layout.size() << " images, " << b.layout.blocks() << " blocks, " << b.layout.pixels()
               << " pixels: device decode " << ms << " ms (launch to synchronize, first call included)\n";
   }
-
-  hdl::cuda::Stream stream_;
 };
 
 TEST_F(HybridJpegGpuTest, DeviceDecodeEqualsTheHostTwinOnCorpusPhotos) {

@@ -27,14 +27,11 @@ using ::hdl::testing::diff;
 using ::hdl::testing::to_device;
 using ::hdl::testing::to_host;
 
-class DeviceKernelsTest : public ::testing::Test {
+class DeviceKernelsTest : public ::hdl::testing::CudaCorpusTest {
  protected:
   void SetUp() override {
-    HDL_REQUIRE_CUDA_DEVICE();
-    HDL_REQUIRE_CORPUS();
-    Result<hdl::cuda::Stream> s = hdl::cuda::Stream::create(Device::cuda(0));
-    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-    stream_ = std::move(s).value();
+    CudaCorpusTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     photos_ = corpus_photos(4);
     ASSERT_EQ(photos_.size(), 4u);
     for (const Tensor& p : photos_) device_photos_.push_back(to_device(p.view(), stream_));
@@ -44,7 +41,6 @@ class DeviceKernelsTest : public ::testing::Test {
   }
   Tensor download(const Tensor& d) { return to_host(d, stream_); }
 
-  hdl::cuda::Stream stream_;
   cuda::DeviceWorkspace ws_{Device::cuda(0)};
   std::vector<Tensor> photos_, device_photos_;
 };

@@ -3,6 +3,8 @@
 
 #include <jerror.h>
 
+#include <cstring>
+
 namespace hdl::detail::jpeg {
 namespace {
 
@@ -58,6 +60,42 @@ bool is_unsupported(int code) {
     default:
       return false;
   }
+}
+
+Decompressor::Decompressor() {
+  std::memset(&cinfo, 0, sizeof(cinfo));
+  cinfo.err = jpeg_std_error(&err.pub);
+  err.pub.error_exit = on_error_exit;
+  err.pub.emit_message = on_emit_message;
+  err.pub.output_message = on_output_message;
+  err.reset();
+  progress.progress_monitor = on_progress;  // (hooked to each fresh decompressor by read_header)
+}
+
+Decompressor::~Decompressor() {
+  if (created) jpeg_destroy_decompress(&cinfo);
+}
+
+bool Decompressor::read_header(std::span<const uint8_t> data) {
+  err.reset();
+  if (setjmp(err.jump)) {
+    if (created) jpeg_abort_decompress(&cinfo);
+    return false;
+  }
+  if (created) jpeg_destroy_decompress(&cinfo);
+  created = false;
+  jpeg_create_decompress(&cinfo);  // longjmps on out of memory: created stays false
+  cinfo.progress = &progress;
+  created = true;
+  jpeg_mem_src(&cinfo, data.data(), static_cast<unsigned long>(data.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  return true;
+}
+
+Status Decompressor::error_status() const {
+  if (is_unsupported(err.code)) return Status::unsupported(err.message);
+  if (err.code == JERR_OUT_OF_MEMORY || err.over_limit) return Status::resource_exhausted(err.message);
+  return Status::invalid_data(err.message);
 }
 
 }  // namespace hdl::detail::jpeg

@@ -8,7 +8,9 @@
 // more than max_scans (N)" (over_limit) once a scan past the request's max_scans has been read,
 // before its entropy data is decoded. is_unsupported says which libjpeg errors mean "valid but
 // not decodable here" (kUnsupported, so the registry falls back to FFmpeg). In: libjpeg's
-// callbacks; out: an ErrorState the decoder turns into a Status or a DecodeReport.
+// callbacks; out: an ErrorState the decoder turns into a Status or a DecodeReport. Decompressor
+// is a libjpeg decompressor with all of it hooked up, made fresh for each file; the JPEG decoder
+// and the hybrid decoder's Huffman half (decoders/jpeg/hybrid_jpeg.cc) each keep one.
 //
 // Thread safety: an ErrorState belongs to one decompressor, used by one thread.
 #pragma once
@@ -18,6 +20,11 @@
 #include <cstdio>
 #include <jpeglib.h>
 // clang-format on
+
+#include <cstdint>
+#include <span>
+
+#include "media/status.h"
 
 namespace hdl::detail::jpeg {
 
@@ -58,5 +65,31 @@ void on_progress(j_common_ptr cinfo);
 // True for libjpeg errors that mean a valid file this build cannot decode (12-bit, lossless,
 // unsupported conversions): kUnsupported.
 bool is_unsupported(int code);
+
+// A libjpeg decompressor with the callbacks above. read_header parses a file's header with a
+// fresh decompressor: false on a libjpeg error (err says which; error_status() turns it into a
+// Status). Fresh, because libjpeg keeps quantisation and Huffman tables across images on one
+// decompressor (for abbreviated streams): a file lacking a table would otherwise decode with
+// the tables of whatever this thread decoded before, where a fresh decoder refuses it (or uses
+// the standard Huffman tables), so the outcome would depend on the thread's history (found by
+// fuzz_jpeg_index; tests/fuzz/regressions/fuzz_jpeg_decoder/reused_*). Creating a
+// decompressor costs about 0.13 us. cinfo.client_data survives it (jpeg_create_decompress
+// keeps it).
+struct Decompressor {
+  jpeg_decompress_struct cinfo;
+  ErrorState err;
+  jpeg_progress_mgr progress{};
+  bool created = false;
+
+  Decompressor();
+  ~Decompressor();
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+
+  bool read_header(std::span<const uint8_t> data);
+  // kUnsupported (is_unsupported), kResourceExhausted (out of memory, a request's limit) or
+  // kInvalidData, with libjpeg's message.
+  Status error_status() const;
+};
 
 }  // namespace hdl::detail::jpeg
