@@ -330,7 +330,8 @@ Status HybridJpegDecoder::decode_coefficients(std::span<const uint8_t> data, con
   if (smooths)
     return unsupported("progressive file whose scans leave low AC coefficients unrefined (libjpeg smooths its blocks)");
   if (m.err.data_lost) {
-    if (request.allow_partial) return unsupported("damaged data (" + std::string(m.err.warning) + "): decode the partial image on the CPU path");
+    if (request.allow_partial)
+      return unsupported("damaged data (" + std::string(m.err.warning) + "): decode the partial image on the CPU path");
     return Status::invalid_data(m.err.warning);
   }
   ++m.stats.libjpeg;

@@ -1,8 +1,8 @@
 // Hybrid JPEG decoding: CPU threads Huffman-decode the blocks an image (or a window of it)
 // needs into DCT coefficients; a batch of them is uploaded once and decoded into pixels by the
 // device kernels (decoders/kernels/cuda/jpeg_hybrid.h), or on the CPU by their host twin, with
-// libjpeg-turbo's arithmetic: the pixels equal JpegDecoder's (decoders/jpeg/jpeg_decoder.h) with its
-// default options (JDCT_ISLOW, fancy upsampling) for the same DecodeRequest, bit for bit.
+// libjpeg-turbo's arithmetic: the pixels equal JpegDecoder's (decoders/jpeg/jpeg_decoder.h) with
+// its default options (JDCT_ISLOW, fancy upsampling) for the same DecodeRequest, bit for bit.
 //
 // Per image, on a CPU thread (one HybridJpegDecoder per thread):
 //   1. plan(): the header, the request mapped onto the image as JpegDecoder maps it
