@@ -2,7 +2,7 @@
 // (decoders/jpeg/hybrid_jpeg.h) against libjpeg-turbo's, over a folder of JPEGs, for the
 // record in docs/CUDA.md ("Hybrid decode"). Not a test.
 //
-//   hybrid_jpeg_bench FOLDER [--files N] [--rounds R] [--scale D]
+//   hybrid_jpeg_bench FOLDER [--files N] [--rounds R] [--scale D | --crop]
 //
 // Over the first N (300) JPEGs under FOLDER that the hybrid path decodes, read into memory first,
 // best of R (5) rounds, microseconds per image at DCT scale 1/D (1):
@@ -17,6 +17,10 @@
 //   twin         the host twin (kernels::jpeg_decode_batch_host, scalar) on the same coefficients
 // and the ratios: huffman / full (the Huffman share of a decode), huffman-own / full (what a CPU
 // thread spends per image when it only Huffman-decodes for the device), twin / pixels.
+// --crop: instead of whole images, the central 60% x 60% window of each image at the DCT scale
+// that keeps it at least 224 x 224 (as the fused RandomResizedCrop path asks): "full" is then
+// JpegDecoder's region decode with the entry-point index (the CPU path from the second epoch
+// on), huffman-own and twin the window's alone; huffman and pixels stay whole-image figures.
 // clang-format off: jpeglib.h needs <cstdio> first.
 #include <cstdio>
 #include <jpeglib.h>
@@ -34,6 +38,7 @@
 
 #include "decoders/jpeg/hybrid_jpeg.h"
 #include "decoders/jpeg/index_cache.h"
+#include "decoders/jpeg/jpeg_decoder.h"
 #include "decoders/kernels/jpeg_hybrid.h"
 
 using namespace hdl;
@@ -77,6 +82,9 @@ int main(int argc, char** argv) {
   }
   size_t max_files = 300;
   int rounds = 5, scale = 1;
+  bool crop = false;
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == "--crop") crop = true;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--files") max_files = std::strtoul(argv[i + 1], nullptr, 10);
@@ -104,15 +112,21 @@ int main(int argc, char** argv) {
     DecodeRequest req;
     req.index_cache = &cache;
     req.index_key = files.size();
-    if (scale > 1) {
+    {
       Libjpeg probe;
       probe.open(bytes, 1);
-      req.min_width = (probe.cinfo.image_width + scale - 1) / scale;
-      req.min_height = (probe.cinfo.image_height + scale - 1) / scale;
+      const int64_t W = probe.cinfo.image_width, H = probe.cinfo.image_height;
       jpeg_abort_decompress(&probe.cinfo);
+      if (crop) {
+        req.roi = {W / 5, H / 5, W - 2 * (W / 5), H - 2 * (H / 5)};
+        req.min_width = req.min_height = 224;
+      } else if (scale > 1) {
+        req.min_width = (W + scale - 1) / scale;
+        req.min_height = (H + scale - 1) / scale;
+      }
     }
     auto plan = hybrid.plan(bytes, req);
-    if (!plan.is_ok() || plan->scale_denom != scale) continue;
+    if (!plan.is_ok() || (!crop && plan->scale_denom != scale)) continue;
     std::vector<int16_t> c(size_t(plan->blocks) * 64);
     std::vector<uint16_t> q(64 * kernels::kJpegMaxComponents);
     if (!hybrid.decode_coefficients(bytes, *plan, req, c, q).is_ok()) continue;  // (also builds the index)
@@ -139,13 +153,13 @@ int main(int argc, char** argv) {
     return b / n;
   };
 
+  // The CPU path: JpegDecoder with the request (and the index cache: a crop's region decode
+  // goes through the file's index, built above).
+  auto cpu = make_jpeg_decoder();
   const double full = best([&] {
-    for (auto& f : files) {
-      Libjpeg j;
-      j.open(f, scale);
-      jpeg_start_decompress(&j.cinfo);
-      j.read_rows(row);
-      jpeg_finish_decompress(&j.cinfo);
+    for (size_t i = 0; i < files.size(); ++i) {
+      out.resize(size_t(plans[i].shape.num_elements()));
+      (void)cpu->decode(files[i], reqs[i], TensorView(out.data(), plans[i].shape, DType::kU8, Layout::kHWC));
     }
   });
   const double huffman = best([&] {
@@ -208,9 +222,22 @@ int main(int argc, char** argv) {
       (void)kernels::jpeg_decode_batch_host(v);
     }
   });
-  std::printf("%zu files (%.0f pixels per image at 1/%d), best of %d rounds, us per image, one thread\n", files.size(),
-              double(pixels) / n, scale, rounds);
-  std::printf("full         %8.1f   libjpeg-turbo decode to RGB\n", full);
+  if (crop)
+    std::printf("%zu files, central 60%% windows scaled to >= 224 (%.0f output pixels per image), best of %d rounds, "
+                "us per image, one thread\n", files.size(), double(pixels) / n, rounds);
+  else
+    std::printf("%zu files (%.0f pixels per image at 1/%d), best of %d rounds, us per image, one thread\n",
+                files.size(), double(pixels) / n, scale, rounds);
+  std::printf("full         %8.1f   JpegDecoder (libjpeg-turbo) to RGB%s\n", full,
+              crop ? ": region decode through the index" : "");
+  if (crop) {
+    std::printf("huffman-own  %8.1f   JpegWindowEntropy, the window's MCUs (%lld of %lld decodes indexed)   %.2f of full\n",
+                huffman_own, (long long)(own_after.indexed - own_before.indexed), (long long)(rounds * files.size()),
+                huffman_own / full);
+    std::printf("twin         %8.1f   host twin on the window's coefficients   %.2f of full\n", twin, twin / full);
+    std::printf("(whole images: libjpeg-turbo jpeg_read_coefficients %.1f, output pass %.1f)\n", huffman, pixels_us);
+    return 0;
+  }
   std::printf("huffman      %8.1f   libjpeg-turbo jpeg_read_coefficients   %.2f of full\n", huffman, huffman / full);
   std::printf("huffman-own  %8.1f   JpegWindowEntropy, indexed (%lld of %lld decodes)   %.2f of full\n", huffman_own,
               (long long)(own_after.indexed - own_before.indexed), (long long)(rounds * files.size()), huffman_own / full);
