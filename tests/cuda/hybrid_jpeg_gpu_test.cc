@@ -144,13 +144,19 @@ TEST_F(HybridJpegGpuTest, RefusesABatchThatDoesNotFitItsBuffers) {
   std::vector<fs::path> one = {corpus_dir() / "tests" / "jpeg" / "ok" / "go_video001_q50_420.jpg"};
   Batch b = make_batch(one, 3);
   ASSERT_EQ(b.layout.size(), 1);
-  Tensor dev = Tensor::empty({int64_t(b.upload.size()) + b.out_bytes + b.layout.sample_bytes()}, DType::kU8,
-                             Layout::kNone, hdl::cuda::device_allocator(0));
-  auto* base = static_cast<uint8_t*>(dev.data());
-  EXPECT_EQ(decode_batch(b.layout, base, base + b.upload.size(), base + b.upload.size() + b.layout.sample_bytes(),
-                         b.out_bytes - 1, stream_)
-                .code(),
-            StatusCode::kInvalidArgument);
+  Tensor dev_upload = to_device(ConstTensorView(b.upload.data(), Shape{int64_t(b.upload.size())}, DType::kU8), stream_);
+  Tensor dev_samples = Tensor::empty({b.layout.sample_bytes()}, DType::kU8, Layout::kNone, hdl::cuda::device_allocator(0));
+  Tensor dev_out = Tensor::empty({b.out_bytes}, DType::kU8, Layout::kNone, hdl::cuda::device_allocator(0));
+  auto* samples = static_cast<uint8_t*>(dev_samples.data());
+  auto* out = static_cast<uint8_t*>(dev_out.data());
+  // The image's last pixel ends 5 pixels of row padding before out_bytes: one byte short of it.
+  const kernels::JpegImageGeometry& g = b.layout.images()[0];
+  const bool swap = g.orientation >= 5;
+  const int64_t rows = swap ? g.width : g.height, cols = swap ? g.height : g.width;
+  const int64_t end = (rows - 1) * g.out_row_stride + cols * g.out_pixel_stride;
+  EXPECT_EQ(decode_batch(b.layout, dev_upload.data(), samples, out, end - 1, stream_).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(decode_batch(b.layout, dev_upload.data(), samples, out, end, stream_).is_ok());
+  EXPECT_TRUE(stream_.synchronize().is_ok());
 }
 
 }  // namespace
