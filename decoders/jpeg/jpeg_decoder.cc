@@ -222,8 +222,11 @@ class JpegDecoder final : public ImageDecoder {
                                                      const DecodeWindow& window, const TensorView& out,
                                                      bool* header_replaced) {
     const bool own = HDL_JPEG_OWN_ENTROPY && options_.own_huffman;
+    // The index stays alive until libjpeg has read the window: entropy_ reads it (the cache
+    // drops an index it has no budget for).
+    std::shared_ptr<const detail::JpegScanIndex> index;
     const std::optional<detail::JpegWindow> piece =
-        detail::jpeg::prepare_indexed_window(cinfo_, data, request, window, own, entropy_, window_jpeg_);
+        detail::jpeg::prepare_indexed_window(cinfo_, data, request, window, own, entropy_, window_jpeg_, index);
     if (!piece) return std::nullopt;
     // From here on a failure is counted: the index applied, and the file is decoded without it.
     JpegIndexCache& cache = *request.index_cache;

@@ -12,7 +12,8 @@ namespace hdl::detail::jpeg {
 
 std::optional<JpegWindow> prepare_indexed_window(const jpeg_decompress_struct& cinfo, std::span<const uint8_t> data,
                                                  const DecodeRequest& request, const DecodeWindow& window, bool own,
-                                                 JpegWindowEntropy& entropy, std::vector<uint8_t>& window_jpeg) {
+                                                 JpegWindowEntropy& entropy, std::vector<uint8_t>& window_jpeg,
+                                                 std::shared_ptr<const JpegScanIndex>& index) {
   if (window.orientation != 1 || window.scale_denom != 1 || request.roi.empty()) return std::nullopt;
   if (cinfo.progressive_mode || cinfo.arith_code || cinfo.restart_interval != 0 ||
       cinfo.data_precision != 8 || (cinfo.num_components != 1 && cinfo.num_components != 3) ||
@@ -43,7 +44,7 @@ std::optional<JpegWindow> prepare_indexed_window(const jpeg_decompress_struct& c
   };
   JpegIndexCache& cache = *request.index_cache;
   bool unindexable = false;
-  std::shared_ptr<const detail::JpegScanIndex> index = cache.find(request.index_key, data, &unindexable);
+  index = cache.find(request.index_key, data, &unindexable);
   if (!index) {
     if (!worth(1) && !request.index_every_file) return std::nullopt;
     if (unindexable || !cache.has_room()) return std::nullopt;

@@ -13,7 +13,9 @@
 // codes), or the whole window JPEG is written there. Out: the window JPEG's place in the image.
 // nullopt where the index does not apply, and where it applied but failed (the index's grid is
 // not the header's, or the file's bytes do not match the index: counted in the cache as a
-// fallback); the caller then decodes the file itself.
+// fallback); the caller then decodes the file itself. `index` gets the index used: `entropy`
+// reads it until libjpeg has read the window, so the caller holds it until then (the cache may
+// not: past its budget it drops the index it was just given).
 //
 // Thread safety: one thread, as the decoder (`entropy` and `window_jpeg` are the caller's); the
 // cache is thread-safe.
@@ -25,6 +27,7 @@
 // clang-format on
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -40,6 +43,7 @@ namespace hdl::detail::jpeg {
 // set.
 std::optional<JpegWindow> prepare_indexed_window(const jpeg_decompress_struct& cinfo, std::span<const uint8_t> data,
                                                  const DecodeRequest& request, const DecodeWindow& window, bool own,
-                                                 JpegWindowEntropy& entropy, std::vector<uint8_t>& window_jpeg);
+                                                 JpegWindowEntropy& entropy, std::vector<uint8_t>& window_jpeg,
+                                                 std::shared_ptr<const JpegScanIndex>& index);
 
 }  // namespace hdl::detail::jpeg
