@@ -19,7 +19,8 @@ from . import _wds_dataset, fn
 from ._image_datasets import folder_source, image_dataset, is_timm_image_dataset, timm_source
 from ._native_dataset import NativeDataset, Options, peel_subsets
 from ._support import Unsupported
-from .video import VideoList, _native_video
+from ._video_datasets import VideoList
+from ._video_mapping import _native_video
 
 
 class DatasetKind(NamedTuple):

@@ -15,7 +15,7 @@ from typing import Any, List, Optional, Tuple
 
 from . import _C
 from ._wds_source import data_error, expand_urls, is_remote, local_path
-from .video import VIDEO_EXTENSIONS
+from ._video_common import VIDEO_EXTENSIONS
 
 _VIDEO_FIELDS = frozenset(e.lstrip(".").lower() for e in VIDEO_EXTENSIONS)
 

@@ -45,7 +45,7 @@ from ._datasets import native_dataset
 from ._native_dataset import NativeDataset, Options
 from ._support import Unsupported
 from ._wds_dataset import rank_and_world as _rank_and_world
-from .video import _NativeVideo
+from ._video_mapping import _NativeVideo
 from ._graph import DataNode, collect
 from .pipeline import AUTO, Pipeline, auto_or_int, error_policy
 from . import _C, fn

@@ -34,7 +34,7 @@ _PathLike = Union[str, os.PathLike]
 
 def _image_and_video_extensions() -> Tuple[str, ...]:
     from torchvision.datasets.folder import IMG_EXTENSIONS
-    from .video import VIDEO_EXTENSIONS
+    from ._video_common import VIDEO_EXTENSIONS
     return tuple(sorted({e.lower() for e in (*IMG_EXTENSIONS, *VIDEO_EXTENSIONS)}))
 
 

@@ -59,7 +59,6 @@ std::shared_ptr<OpRegistry> registry_for(PipelineSpec& spec, const py::dict& fun
 void bind_errors(py::module_& m);
 void bind_tensors(py::module_& m);
 void bind_devices(py::module_& m);
-void bind_hardware_decode_bench(py::module_& m);
 void bind_schemas(py::module_& m);
 void bind_spec(py::module_& m);
 void bind_pipeline(py::module_& m);

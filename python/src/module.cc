@@ -7,7 +7,6 @@ PYBIND11_MODULE(_C, m) {
   hdl::python::bind_errors(m);
   hdl::python::bind_tensors(m);
   hdl::python::bind_devices(m);
-  hdl::python::bind_hardware_decode_bench(m);
   hdl::python::bind_schemas(m);
   hdl::python::bind_spec(m);
   hdl::python::bind_pipeline(m);

@@ -20,7 +20,8 @@ run, on the same files and cores:
             (skipped, with the reason, without engines)
 and, for issue 11's targets, on the same files:
   hw-alone  the hardware engines alone: the files' bytes in memory, batches of --batch decoded
-            by NvjpegHardwareDecoder into device memory (decode calls timed, nothing else)
+            by NvjpegHardwareDecoder into device memory (decode calls timed, nothing else), by
+            samples/benchmark/hardware_decode_bench (--build's)
   tv-gpu    torchvision's GPU pipeline: batched torchvision.io.decode_jpeg(device="cuda"), then
             v2 RandomResizedCrop + flip + ToDtype + Normalize per image on the GPU, stacked
   torch-dl  torch's DataLoader (PIL, workers = cores, pin_memory) moved to CUDA
@@ -31,8 +32,10 @@ the ratios against cpu.
 """
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import tempfile
 import time
 
@@ -115,14 +118,15 @@ def _report(mode: str, rates, cpu, first, epochs: int) -> dict:
 
 
 def run_hw_alone(mode: str, tree: str, a) -> dict:
-    paths, _ = _photos(tree)
-    data = [open(p, "rb").read() for p in paths]
-    c0 = time.process_time()
-    r = hdl_loader._C._hardware_decode_bench(data, a.batch, 0, a.epochs)
+    # samples/benchmark/hardware_decode_bench: the engines driven directly (not an API of the package)
+    out = subprocess.run([os.path.join(a.build, "samples", "benchmark", "hardware_decode_bench"), tree, "--batch",
+                          str(a.batch), "--repeats", str(a.epochs)], stdout=subprocess.PIPE, text=True, check=True)
+    r = json.loads(out.stdout)
     rate = r["images"] / r["seconds"]
+    n = sum(len(fs) for _, _, fs in os.walk(tree))
     print(f"{mode:10s} {rate:9.0f} images/s  ({r['images']} images in {r['seconds']:.2f} s of decode calls, "
-          f"{r['refused']} of {len(data)} files refused by the engines)", flush=True)
-    return {"mode": mode, "images_per_s": rate, "cpu_s_per_image": (time.process_time() - c0) / max(r["images"], 1),
+          f"{r['refused']} of {n} files refused by the engines)", flush=True)
+    return {"mode": mode, "images_per_s": rate, "cpu_s_per_image": r["cpu_seconds"] / max(r["images"], 1),
             "first_batch_s": [float("nan")], "rates": [rate], "pools": [], "gpu_ops": []}
 
 
@@ -195,6 +199,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--modes", default="cpu,torch,gpu,gpu-resize,gpu-hw,hw-alone,tv-gpu,torch-dl")
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build"),
+                    help="the build folder (hw-alone runs its samples/benchmark/hardware_decode_bench)")
     a = ap.parse_args()
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, {os.cpu_count()} CPUs, "
           f"{a.files} files, batch {a.batch}, threads {a.threads or os.cpu_count()}", flush=True)

@@ -18,6 +18,9 @@ the readers' README describes:
 kernels/ and tools/ are free within pipeline/ (tools are programs on top). tests/, samples/
 and the fuzz targets may include anything. An include of a file that does not exist in the
 tree (a third-party or system header given with quotes) is ignored.
+
+The Python package (python/habana_dataloader) has no import circle either, counting imports
+inside functions too ("from ._x import y", "from . import x").
 """
 import os
 import re
@@ -98,6 +101,30 @@ def cycles(graph):
     return found
 
 
+PY_IMPORT = re.compile(r"^\s*from \.(\w*) import ([^\n]+)", re.M)
+
+
+def scan_python(root, package="python/habana_dataloader"):
+    """{module: [modules of the package it imports]} (relative imports, at any level)."""
+    graph = {}
+    d = os.path.join(root, package)
+    if not os.path.isdir(d):
+        return graph
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(d, name), encoding="utf-8") as f:
+            text = f.read()
+        deps = set()
+        for module, names in PY_IMPORT.findall(text):
+            if module:
+                deps.add(module)
+            else:  # "from . import fn, _C"
+                deps.update(n for n in re.split(r"[,\s()]+", names) if os.path.isfile(os.path.join(d, n + ".py")))
+        graph[package + "/" + name[:-3]] = sorted(package + "/" + m for m in deps)
+    return graph
+
+
 def check(root):
     graph = scan(root)
     problems = []
@@ -111,6 +138,8 @@ def check(root):
                 problems.append(f"{src} includes {dst}: {why}")
     for c in cycles(graph):
         problems.append("an include circle: " + " -> ".join(c))
+    for c in cycles(scan_python(root)):
+        problems.append("a Python import circle: " + " -> ".join(c))
     return graph, problems
 
 
@@ -135,7 +164,12 @@ def self_test():
         put("pipeline/operators/o.h", "")
         _, bad = check(d)
         assert any("readers/ includes operators/" in p for p in bad), bad
-    print("check_layers.py: the self-test caught a backward include, a circle and a room crossing")
+        put("pipeline/readers/r.h", "")
+        put("python/habana_dataloader/video.py", "def f():\n    from ._shards import x\n")
+        put("python/habana_dataloader/_shards.py", "from .video import EXTENSIONS\n")
+        _, bad = check(d)
+        assert any("a Python import circle" in p for p in bad), bad
+    print("check_layers.py: the self-test caught a backward include, a circle, a room crossing and a Python import circle")
 
 
 def main():
